@@ -1,0 +1,189 @@
+// Reverse-mode autodiff as a constexpr graph pass. From a graph whose result is a scalar loss
+// it derives a training graph: the forward nodes the loss needs, the backward nodes built by
+// each op's VJP (ops/<op>/vjp.hpp), and one gradient output per parameter (and per float input
+// named in `wrt`). The result is again a compile-time Graph that static_assert can inspect.
+#pragma once
+
+#include <vector>
+
+#include <stag/ops/registry.hpp>
+
+namespace stag {
+
+namespace detail {
+
+// The VJP table entry of an op that has none. Reaching it at compile time stops compilation;
+// the compiler's "in 'constexpr' expansion of missing_vjp<stag::OpId::...>" names the op.
+template <OpId Id>
+constexpr void missing_vjp(VjpCtx&) {
+  throw GraphError(
+      "stag::grad: an op on a differentiable path has no VJP; its name is the OpId in the "
+      "'missing_vjp<...>' frame above. Wrap its input in stop_gradient or give the op a VJP.");
+}
+
+inline constexpr std::array<VjpFn, kOpCount> kVjpOrMissing = [] {
+  std::array<VjpFn, kOpCount> t{};
+#define STAG_X(name) \
+  t[static_cast<int>(OpId::name)] = kOpVjps[static_cast<int>(OpId::name)] ? kOpVjps[static_cast<int>(OpId::name)] : &missing_vjp<OpId::name>;
+  STAG_OP_LIST(STAG_X)
+#undef STAG_X
+  return t;
+}();
+
+constexpr Builder builder_from(const GraphView& g) {
+  Builder b;
+  b.nodes.assign(g.nodes.begin(), g.nodes.end());
+  b.shapes.assign(g.shapes.begin(), g.shapes.end());
+  b.attrs.assign(g.attrs.begin(), g.attrs.end());
+  b.scopes.assign(g.scopes.begin(), g.scopes.end());
+  b.syms.assign(g.syms.begin(), g.syms.end());
+  b.outputs.assign(g.outputs.begin(), g.outputs.end());
+  b.result = g.result;
+  return b;
+}
+
+}  // namespace detail
+
+// Appends the backward pass of `b`'s result to `b`. Returns the number of nodes before it.
+// `wrt_inputs`: names of float inputs that also receive gradient outputs.
+constexpr int append_backward(Builder& b, std::span<const std::string_view> wrt_inputs = {}) {
+  const int loss = b.result;
+  if (loss < 0) throw GraphError("stag::grad: the model function must return the loss tensor");
+  if (b.shape(loss).rank != 0 || !is_float(b.dtype(loss)))
+    throw GraphError("stag::grad: the loss must be a floating point scalar (shape [])");
+  const int n_fwd = b.size();
+  const GraphView fv = b.view();
+
+  // Which nodes carry gradient: parameters, requested inputs, and float nodes fed by them.
+  std::vector<bool> wants(static_cast<std::size_t>(n_fwd), false);
+  for (int n = 0; n < n_fwd; ++n) {
+    const Node& nd = b.node(n);
+    if (nd.flags & kFlagParam) {
+      wants[static_cast<std::size_t>(n)] = true;
+      continue;
+    }
+    if (nd.flags & kFlagInput) {
+      for (std::string_view w : wrt_inputs)
+        if (fv.name_equals(n, w)) {
+          if (!is_float(nd.dtype)) throw GraphError("stag::grad: a wrt input is not floating point");
+          wants[static_cast<std::size_t>(n)] = true;
+        }
+      continue;
+    }
+    if (!is_float(nd.dtype)) continue;
+    const OpInfo& info = op_info(nd.op);
+    for (int k = 0; k < nd.nin; ++k)
+      if (!(info.no_grad & (1u << k)) && wants[static_cast<std::size_t>(nd.in[k])])
+        wants[static_cast<std::size_t>(n)] = true;
+  }
+
+  // Walk backwards from the loss, accumulating each node's gradient.
+  std::vector<int> grad(static_cast<std::size_t>(n_fwd), -1);
+  b.stamp_flags = kFlagBackward;
+  b.stamp_grad_of = loss;
+  b.current_scope = b.node(loss).scope;
+  grad[static_cast<std::size_t>(loss)] = full(b, ShapeV{}, 1.0, b.dtype(loss)).id;
+  for (int n = loss; n >= 0; --n) {
+    const int gn = grad[static_cast<std::size_t>(n)];
+    if (gn < 0 || !wants[static_cast<std::size_t>(n)]) continue;
+    const Node nd = b.node(n);
+    if (nd.flags & (kFlagParam | kFlagInput)) continue;
+    b.stamp_grad_of = n;
+    b.current_scope = nd.scope;
+    VjpCtx c{&b, n, gn, {}};
+    detail::kVjpOrMissing[nd.op.value](c);
+    const OpInfo& info = op_info(nd.op);
+    for (int k = 0; k < nd.nin; ++k) {
+      const int in = nd.in[k];
+      if ((info.no_grad & (1u << k)) || !wants[static_cast<std::size_t>(in)] || !c.grads[k].valid()) continue;
+      const Ref gk = c.grads[k];
+      if (!(gk.shape() == b.shape(in)))
+        throw GraphError("stag::grad: a VJP produced a gradient whose shape differs from its input's");
+      b.stamp_grad_of = in;
+      b.current_scope = b.node(in).scope;
+      int& acc = grad[static_cast<std::size_t>(in)];
+      acc = acc < 0 ? gk.id : add(Ref{&b, acc}, gk).id;  // fan-out: gradients add up
+    }
+  }
+
+  // One gradient output per parameter and requested input; zeros where the loss ignores it.
+  for (int n = 0; n < n_fwd; ++n) {
+    const Node& nd = b.node(n);
+    if (!wants[static_cast<std::size_t>(n)] || !(nd.flags & (kFlagParam | kFlagInput))) continue;
+    int g = grad[static_cast<std::size_t>(n)];
+    if (g < 0) {
+      b.stamp_grad_of = n;
+      b.current_scope = nd.scope;
+      g = full(b, b.shape(n), 0.0, nd.dtype).id;
+    }
+    // The gradient takes its parameter's name (`grad/enc.0.attn.w_q`), unless it already
+    // belongs to another parameter (two parameters whose gradients are the same node).
+    Node& gnode = b.nodes[static_cast<std::size_t>(g)];
+    const bool claimed = gnode.grad_of >= 0 && (b.node(gnode.grad_of).flags & (kFlagParam | kFlagInput));
+    if ((gnode.flags & kFlagBackward) && !claimed) {
+      gnode.grad_of = n;
+      gnode.scope = nd.scope;
+      gnode.leaf = nd.leaf;
+    }
+    b.add_output(g, {}, n);
+  }
+  b.stamp_flags = 0;
+  b.stamp_grad_of = -1;
+  b.current_scope = 0;
+  return n_fwd;
+}
+
+// Removes nodes that neither the result nor any output needs (inputs and parameters stay, so
+// a training graph binds exactly like its model). Node indices are renumbered.
+constexpr void prune(Builder& b) {
+  const int n = b.size();
+  std::vector<bool> live(static_cast<std::size_t>(n), false);
+  if (b.result >= 0) live[static_cast<std::size_t>(b.result)] = true;
+  for (const OutputEntry& o : b.outputs) live[static_cast<std::size_t>(o.node)] = true;
+  for (int i = n - 1; i >= 0; --i) {
+    const Node& nd = b.node(i);
+    if (nd.flags & (kFlagInput | kFlagParam)) live[static_cast<std::size_t>(i)] = true;
+    if (!live[static_cast<std::size_t>(i)]) continue;
+    for (int k = 0; k < nd.nin; ++k) live[static_cast<std::size_t>(nd.in[k])] = true;
+  }
+  std::vector<int> remap(static_cast<std::size_t>(n), -1);
+  int m = 0;
+  for (int i = 0; i < n; ++i) {
+    if (!live[static_cast<std::size_t>(i)]) continue;
+    remap[static_cast<std::size_t>(i)] = m;
+    Node nd = b.nodes[static_cast<std::size_t>(i)];
+    for (int k = 0; k < nd.nin; ++k) nd.in[k] = remap[static_cast<std::size_t>(nd.in[k])];
+    b.nodes[static_cast<std::size_t>(m++)] = nd;
+  }
+  b.nodes.resize(static_cast<std::size_t>(m));
+  for (Node& nd : b.nodes)
+    if (nd.grad_of >= 0) nd.grad_of = remap[static_cast<std::size_t>(nd.grad_of)];
+  for (OutputEntry& o : b.outputs) {
+    o.node = remap[static_cast<std::size_t>(o.node)];
+    if (o.grad_of >= 0) o.grad_of = remap[static_cast<std::size_t>(o.grad_of)];
+  }
+  if (b.result >= 0) b.result = remap[static_cast<std::size_t>(b.result)];
+}
+
+namespace detail {
+template <const auto& G, fixed_string... Wrt>
+constexpr Builder build_grad() {
+  Builder b = builder_from(G.view());
+  const std::string_view wrt[sizeof...(Wrt) + 1] = {Wrt.view()..., {}};
+  append_backward(b, std::span<const std::string_view>(wrt, sizeof...(Wrt)));
+  prune(b);
+  return b;
+}
+}  // namespace detail
+
+// The training graph of model G (a namespace-scope constexpr Graph whose result is the loss):
+//   constexpr auto train = stag::grad<model>();           // gradients of every parameter
+//   constexpr auto chk = stag::grad<model, "x">();        // ... and of float input "x"
+// Gradients are outputs named `grad/<parameter name>`.
+template <const auto& G, fixed_string... Wrt>
+consteval auto grad() {
+  constexpr GraphSizes z = detail::build_grad<G, Wrt...>().sizes();
+  return detail::build_grad<G, Wrt...>().template freeze<z>();
+}
+
+}  // namespace stag

@@ -1,0 +1,262 @@
+// The shape algebra every op rule is made of: broadcasting, permutes, views, squeeze/unsqueeze,
+// concat, expand, slice and reductions, on value-level shapes. Each function returns a
+// ShapeResult whose error code the typed front-end turns into a static_assert message.
+#pragma once
+
+#include <stag/graph/dims.hpp>
+#include <stag/graph/dtype.hpp>
+
+namespace stag {
+
+enum class ShapeErr : std::uint8_t {
+  ok,
+  rank,             // wrong rank for the op
+  broadcast,        // shapes not broadcastable (numpy rules, symbols equal by name)
+  inner_dim,        // matmul: K of A differs from K of B
+  batch_dims,       // matmul: batch dims not broadcastable
+  axis,             // an axis is out of range
+  permutation,      // permute: not a permutation
+  numel,            // view: element counts differ
+  symbols,          // view: the symbolic factors differ (a symbol dropped or added)
+  order,            // view: symbolic dims reordered (use permute)
+  not_one,          // squeeze: the dim is not 1
+  expand,           // expand: a dim is neither equal nor 1
+  slice_range,      // slice: bounds outside the dim or empty
+  concat_dims,      // concat: non-axis dims differ
+  concat_symbolic,  // concat: axis dims are different symbols
+  dtype,            // an input has a dtype the op does not accept
+  mask_rank,        // mask rank differs from the input's rank
+  mask_dtype,       // mask is not bool
+  mask_broadcast,   // mask does not broadcast to the input
+  norm_dims,        // norm: weight shape is not the trailing dims of the input
+  labels,           // loss: labels shape does not match the logits' leading dims
+  too_many_syms,    // a dim would be a product of more than 3 symbols
+  arity,            // wrong number of inputs
+};
+
+constexpr std::string_view shape_err_text(ShapeErr e) {
+  switch (e) {
+    case ShapeErr::ok: return "ok";
+    case ShapeErr::rank: return "wrong rank";
+    case ShapeErr::broadcast: return "shapes are not broadcastable";
+    case ShapeErr::inner_dim: return "inner dimensions differ";
+    case ShapeErr::batch_dims: return "batch dimensions are not broadcastable";
+    case ShapeErr::axis: return "axis out of range";
+    case ShapeErr::permutation: return "not a permutation of the axes";
+    case ShapeErr::numel: return "element counts differ";
+    case ShapeErr::symbols: return "symbolic dims differ";
+    case ShapeErr::order: return "symbolic dims reordered";
+    case ShapeErr::not_one: return "dim is not 1";
+    case ShapeErr::expand: return "cannot expand";
+    case ShapeErr::slice_range: return "slice out of range";
+    case ShapeErr::concat_dims: return "non-axis dims differ";
+    case ShapeErr::concat_symbolic: return "axis dims are different symbols";
+    case ShapeErr::dtype: return "unsupported dtype";
+    case ShapeErr::mask_rank: return "mask rank differs";
+    case ShapeErr::mask_dtype: return "mask is not bool";
+    case ShapeErr::mask_broadcast: return "mask does not broadcast";
+    case ShapeErr::norm_dims: return "normalized dims are not the trailing dims";
+    case ShapeErr::labels: return "labels do not match the logits";
+    case ShapeErr::too_many_syms: return "too many symbols in one dim";
+    case ShapeErr::arity: return "wrong number of inputs";
+  }
+  return "?";
+}
+
+struct ShapeResult {
+  ShapeV shape{};
+  ShapeErr err = ShapeErr::ok;
+  DType dtype = DType::f32;
+  constexpr bool ok() const { return err == ShapeErr::ok; }
+};
+
+constexpr ShapeResult shape_ok(const ShapeV& s, DType t) { return ShapeResult{s, ShapeErr::ok, t}; }
+constexpr ShapeResult shape_fail(ShapeErr e) { return ShapeResult{ShapeV{}, e, DType::f32}; }
+
+namespace algebra {
+
+constexpr bool is_one(const DimV& d) { return d.is_static() && d.coef == 1; }
+
+// numpy broadcasting, aligned from the right; symbols are equal only when their names are.
+constexpr ShapeResult broadcast(const ShapeV& a, const ShapeV& b, DType t = DType::f32) {
+  ShapeV out;
+  out.rank = a.rank > b.rank ? a.rank : b.rank;
+  for (int k = 0; k < out.rank; ++k) {
+    const int ia = a.rank - 1 - k, ib = b.rank - 1 - k, io = out.rank - 1 - k;
+    if (ia < 0) {
+      out.dims[io] = b.dims[ib];
+    } else if (ib < 0) {
+      out.dims[io] = a.dims[ia];
+    } else if (a.dims[ia] == b.dims[ib] || is_one(b.dims[ib])) {
+      out.dims[io] = a.dims[ia];
+    } else if (is_one(a.dims[ia])) {
+      out.dims[io] = b.dims[ib];
+    } else {
+      return shape_fail(ShapeErr::broadcast);
+    }
+  }
+  return shape_ok(out, t);
+}
+
+// True when `from` broadcasts to `to` without changing `to` (used for masks and expand).
+constexpr bool broadcasts_to(const ShapeV& from, const ShapeV& to) {
+  if (from.rank > to.rank) return false;
+  for (int k = 0; k < from.rank; ++k) {
+    const DimV& f = from.dims[from.rank - 1 - k];
+    const DimV& t = to.dims[to.rank - 1 - k];
+    if (!(f == t) && !is_one(f)) return false;
+  }
+  return true;
+}
+
+constexpr ShapeResult permute(const ShapeV& a, const int* perm, int n, DType t = DType::f32) {
+  if (n != a.rank) return shape_fail(ShapeErr::permutation);
+  bool seen[kMaxRank] = {};
+  ShapeV out;
+  out.rank = a.rank;
+  for (int i = 0; i < n; ++i) {
+    const int p = normalize_axis(perm[i], a.rank);
+    if (p < 0) return shape_fail(ShapeErr::axis);
+    if (seen[p]) return shape_fail(ShapeErr::permutation);
+    seen[p] = true;
+    out.dims[i] = a.dims[p];
+  }
+  return shape_ok(out, t);
+}
+
+constexpr ShapeResult transpose(const ShapeV& a, int i, int j, DType t = DType::f32) {
+  const int ni = normalize_axis(i, a.rank), nj = normalize_axis(j, a.rank);
+  if (ni < 0 || nj < 0) return shape_fail(ShapeErr::axis);
+  ShapeV out = a;
+  out.dims[ni] = a.dims[nj];
+  out.dims[nj] = a.dims[ni];
+  return shape_ok(out, t);
+}
+
+namespace detail {
+// The symbols that stand alone as a dim, in order; products are skipped.
+constexpr int lone_symbols(const ShapeV& s, SymId* out) {
+  int n = 0;
+  for (int i = 0; i < s.rank; ++i)
+    if (s.dims[i].nsym == 1 && s.dims[i].coef == 1) out[n++] = s.dims[i].sym[0];
+  return n;
+}
+constexpr bool contains(const SymId* xs, int n, SymId v) {
+  for (int i = 0; i < n; ++i)
+    if (xs[i] == v) return true;
+  return false;
+}
+}  // namespace detail
+
+// view/reshape: the element counts must be equal as monomials (static factors and the multiset
+// of symbols), and symbols that stand alone on both sides keep their relative order, which
+// catches the classic `view` used where a `transpose` was meant ([B,S,D] -> [S,B,D]).
+constexpr ShapeResult reshape(const ShapeV& a, const ShapeV& target, DType t = DType::f32) {
+  const Monomial ma = a.numel(), mb = target.numel();
+  bool same_syms = ma.nsym == mb.nsym;
+  for (int i = 0; same_syms && i < ma.nsym; ++i) same_syms = ma.sym[i] == mb.sym[i];
+  if (!same_syms) return shape_fail(ShapeErr::symbols);
+  if (ma.coef != mb.coef) return shape_fail(ShapeErr::numel);
+  SymId la[kMaxRank] = {}, lb[kMaxRank] = {};
+  const int na = detail::lone_symbols(a, la), nb = detail::lone_symbols(target, lb);
+  SymId ca[kMaxRank] = {}, cb[kMaxRank] = {};
+  int nca = 0, ncb = 0;
+  for (int i = 0; i < na; ++i)
+    if (detail::contains(lb, nb, la[i])) ca[nca++] = la[i];
+  for (int i = 0; i < nb; ++i)
+    if (detail::contains(la, na, lb[i])) cb[ncb++] = lb[i];
+  for (int i = 0; i < nca && i < ncb; ++i)
+    if (ca[i] != cb[i]) return shape_fail(ShapeErr::order);
+  return shape_ok(target, t);
+}
+
+constexpr ShapeResult unsqueeze(const ShapeV& a, int axis, DType t = DType::f32) {
+  if (a.rank >= kMaxRank) return shape_fail(ShapeErr::rank);
+  const int ax = normalize_axis(axis, a.rank + 1);
+  if (ax < 0) return shape_fail(ShapeErr::axis);
+  ShapeV out;
+  out.rank = static_cast<std::uint8_t>(a.rank + 1);
+  for (int i = 0, j = 0; i < out.rank; ++i) out.dims[i] = i == ax ? static_dim(1) : a.dims[j++];
+  return shape_ok(out, t);
+}
+
+constexpr ShapeResult squeeze(const ShapeV& a, int axis, DType t = DType::f32) {
+  const int ax = normalize_axis(axis, a.rank);
+  if (ax < 0) return shape_fail(ShapeErr::axis);
+  if (!is_one(a.dims[ax])) return shape_fail(ShapeErr::not_one);
+  ShapeV out;
+  out.rank = static_cast<std::uint8_t>(a.rank - 1);
+  for (int i = 0, j = 0; i < a.rank; ++i)
+    if (i != ax) out.dims[j++] = a.dims[i];
+  return shape_ok(out, t);
+}
+
+// expand (broadcast_to): each dim of `a` equals the target's or is 1; leading dims may be added.
+constexpr ShapeResult expand(const ShapeV& a, const ShapeV& target, DType t = DType::f32) {
+  if (a.rank > target.rank) return shape_fail(ShapeErr::rank);
+  if (!broadcasts_to(a, target)) return shape_fail(ShapeErr::expand);
+  return shape_ok(target, t);
+}
+
+// slice [start, end) of a dim. On a static dim the bounds are checked here; on a symbolic dim
+// they are checked when the symbol is bound. The result's length is end - start (static).
+constexpr ShapeResult slice(const ShapeV& a, int axis, std::int64_t start, std::int64_t end,
+                            DType t = DType::f32) {
+  const int ax = normalize_axis(axis, a.rank);
+  if (ax < 0) return shape_fail(ShapeErr::axis);
+  if (start < 0 || end <= start) return shape_fail(ShapeErr::slice_range);
+  if (a.dims[ax].is_static() && end > a.dims[ax].coef) return shape_fail(ShapeErr::slice_range);
+  ShapeV out = a;
+  out.dims[ax] = static_dim(end - start);
+  return shape_ok(out, t);
+}
+
+// concat along `axis`: other dims equal; the axis dims add up (static + static, or k*d + m*d).
+constexpr ShapeResult concat(const ShapeV* parts, int n, int axis, DType t = DType::f32) {
+  if (n < 1) return shape_fail(ShapeErr::arity);
+  const ShapeV& first = parts[0];
+  const int ax = normalize_axis(axis, first.rank);
+  if (ax < 0) return shape_fail(ShapeErr::axis);
+  ShapeV out = first;
+  for (int p = 1; p < n; ++p) {
+    const ShapeV& s = parts[p];
+    if (s.rank != first.rank) return shape_fail(ShapeErr::rank);
+    for (int i = 0; i < s.rank; ++i)
+      if (i != ax && !(s.dims[i] == first.dims[i])) return shape_fail(ShapeErr::concat_dims);
+    DimV& acc = out.dims[ax];
+    const DimV& d = s.dims[ax];
+    bool same_syms = acc.nsym == d.nsym;
+    for (int k = 0; same_syms && k < d.nsym; ++k) same_syms = acc.sym[k] == d.sym[k];
+    if (!same_syms) return shape_fail(ShapeErr::concat_symbolic);
+    acc.coef += d.coef;
+  }
+  return shape_ok(out, t);
+}
+
+// Reduction over the axes in `mask` (bit k: axis k), keeping them as 1s when keepdim.
+constexpr ShapeResult reduce(const ShapeV& a, std::uint32_t mask, bool keepdim, DType t = DType::f32) {
+  if (a.rank < 32 && (mask >> a.rank) != 0) return shape_fail(ShapeErr::axis);
+  ShapeV out;
+  for (int i = 0; i < a.rank; ++i) {
+    if (mask & (1u << i)) {
+      if (keepdim) out.dims[out.rank++] = static_dim(1);
+    } else {
+      out.dims[out.rank++] = a.dims[i];
+    }
+  }
+  return shape_ok(out, t);
+}
+
+// Builds the axis mask of a list of (possibly negative) axes; returns ~0u when one is invalid.
+constexpr std::uint32_t axis_mask(const int* axes, int n, int rank) {
+  std::uint32_t m = 0;
+  for (int i = 0; i < n; ++i) {
+    const int ax = normalize_axis(axes[i], rank);
+    if (ax < 0) return ~0u;
+    m |= 1u << ax;
+  }
+  return m;
+}
+
+}  // namespace algebra
+}  // namespace stag

@@ -1,0 +1,93 @@
+// Elementwise arithmetic with numpy broadcasting: add, sub, mul, div (+ - * / on tensors).
+//   [B, S, D] + [D] -> [B, S, D];  [B, 1, S] * [B, S, 1] -> [B, S, S]
+// Shapes broadcast from the right; a dim broadcasts when it is 1; symbols are equal only by
+// name, so [B, S, D] + [B, T, D] is an error even if S and T are bound to the same number.
+// PyTorch: torch.add / sub / mul / div. Operands must have the same dtype (no promotion).
+#pragma once
+
+#include <stag/ops/constant/constant.hpp>
+#include <stag/ops/op.hpp>
+
+namespace stag {
+
+namespace rules {
+constexpr ShapeResult arith(const ShapeV& a, DType ta, const ShapeV& b, DType tb) {
+  if (ta != tb || ta == DType::boolean || ta == DType::bf16) return shape_fail(ShapeErr::dtype);
+  return algebra::broadcast(a, b, ta);
+}
+}  // namespace rules
+
+#define STAG_BINARY_OPDEF(id, label)                  \
+  template <>                                         \
+  struct OpDef<OpId::id> {                            \
+    static constexpr OpInfo info{#id, label, 2};      \
+    static constexpr void vjp(VjpCtx&);               \
+    static void reference(const KernelArgs&);         \
+  };
+STAG_BINARY_OPDEF(add, "+")
+STAG_BINARY_OPDEF(sub, "-")
+STAG_BINARY_OPDEF(mul, "×")
+STAG_BINARY_OPDEF(div, "÷")
+#undef STAG_BINARY_OPDEF
+
+#define STAG_BINARY_FN(fn, id)                                                                   \
+  constexpr Ref fn(Ref a, Ref b) {                                                               \
+    return emit(OpId::id, #id, {a, b}, rules::arith(a.shape(), a.dtype(), b.shape(), b.dtype())); \
+  }                                                                                              \
+  template <class SA, DType TA, class SB, DType TB>                                              \
+  constexpr auto fn(Tensor<SA, TA> a, Tensor<SB, TB> b) {                                        \
+    constexpr ShapeResult r = rules::arith(SA::value, TA, SB::value, TB);                        \
+    static_assert(r.err != ShapeErr::dtype,                                                      \
+                  "stag::" #id ": operands must have the same numeric dtype (no implicit casts)"); \
+    static_assert(r.err != ShapeErr::broadcast,                                                  \
+                  "stag::" #id ": shapes are not broadcastable (numpy rules; symbols match by name)"); \
+    if constexpr (r.ok())                                                                        \
+      return typed<r.shape, r.dtype, SA, SB>(fn(a.ref(), b.ref()));                              \
+    else                                                                                         \
+      return a;                                                                                  \
+  }
+STAG_BINARY_FN(add, add)
+STAG_BINARY_FN(sub, sub)
+STAG_BINARY_FN(mul, mul)
+STAG_BINARY_FN(div, div)
+#undef STAG_BINARY_FN
+
+template <class SA, DType TA, class SB, DType TB>
+constexpr auto operator+(Tensor<SA, TA> a, Tensor<SB, TB> b) { return add(a, b); }
+template <class SA, DType TA, class SB, DType TB>
+constexpr auto operator-(Tensor<SA, TA> a, Tensor<SB, TB> b) { return sub(a, b); }
+template <class SA, DType TA, class SB, DType TB>
+constexpr auto operator*(Tensor<SA, TA> a, Tensor<SB, TB> b) { return mul(a, b); }
+template <class SA, DType TA, class SB, DType TB>
+constexpr auto operator/(Tensor<SA, TA> a, Tensor<SB, TB> b) { return div(a, b); }
+
+// Tensor-scalar arithmetic: the scalar becomes a [] constant of the tensor's dtype.
+template <class S, DType T>
+constexpr auto scalar_like(Tensor<S, T> a, double v) {
+  return Tensor<Shape<>, T>{a.b, scalar(*a.b, v, T).id};
+}
+template <class S, DType T>
+constexpr auto operator+(Tensor<S, T> a, double s) { return add(a, scalar_like(a, s)); }
+template <class S, DType T>
+constexpr auto operator-(Tensor<S, T> a, double s) { return sub(a, scalar_like(a, s)); }
+template <class S, DType T>
+constexpr auto operator*(Tensor<S, T> a, double s) { return mul(a, scalar_like(a, s)); }
+template <class S, DType T>
+constexpr auto operator/(Tensor<S, T> a, double s) { return div(a, scalar_like(a, s)); }
+template <class S, DType T>
+constexpr auto operator+(double s, Tensor<S, T> a) { return add(scalar_like(a, s), a); }
+template <class S, DType T>
+constexpr auto operator-(double s, Tensor<S, T> a) { return sub(scalar_like(a, s), a); }
+template <class S, DType T>
+constexpr auto operator*(double s, Tensor<S, T> a) { return mul(scalar_like(a, s), a); }
+template <class S, DType T>
+constexpr auto operator/(double s, Tensor<S, T> a) { return div(scalar_like(a, s), a); }
+
+constexpr Ref operator+(Ref a, Ref b) { return add(a, b); }
+constexpr Ref operator-(Ref a, Ref b) { return sub(a, b); }
+constexpr Ref operator*(Ref a, Ref b) { return mul(a, b); }
+constexpr Ref operator/(Ref a, Ref b) { return div(a, b); }
+constexpr Ref operator*(Ref a, double s) { return mul(a, scalar(*a.b, s, a.dtype())); }
+constexpr Ref operator+(Ref a, double s) { return add(a, scalar(*a.b, s, a.dtype())); }
+
+}  // namespace stag

@@ -1,0 +1,13 @@
+// Reference kernel of cast: element by element through double.
+#include <stag/ops/cast/cast.hpp>
+#include <stag/ops/kernel.hpp>
+
+namespace stag {
+
+void OpDef<OpId::cast>::reference(const KernelArgs& a) {
+  const std::int64_t n = a.out.numel();
+  for (std::int64_t i = 0; i < n; ++i)
+    kernel::store(a.out, i, kernel::load(a.in[0], kernel::offset_of(a.in[0], i)));
+}
+
+}  // namespace stag

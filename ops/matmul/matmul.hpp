@@ -1,0 +1,79 @@
+// matmul: batched matrix product with numpy broadcasting of the batch dims.
+//   matmul(a [..., M, K], b [..., K, N]) -> [..., M, N]
+//   matmul_nt(q [B, H, S, D], k [B, H, T, D]) -> [B, H, S, T]   (q @ k^T, no copy of k)
+// Both operands have rank >= 2 and the same dtype; batch dims broadcast from the right.
+// PyTorch: torch.matmul(a, b); matmul_nt(a, b) is a @ b.transpose(-2, -1).
+// Attrs: i[0] = a is transposed (last two dims), i[1] = b is transposed.
+#pragma once
+
+#include <stag/ops/op.hpp>
+
+namespace stag {
+
+template <>
+struct OpDef<OpId::matmul> {
+  static constexpr OpInfo info{"matmul", "@", 2};
+  static constexpr void vjp(VjpCtx&);
+  static void reference(const KernelArgs&);
+};
+
+namespace rules {
+constexpr ShapeResult matmul(const ShapeV& a, DType ta, const ShapeV& b, DType tb, bool trans_a,
+                             bool trans_b) {
+  if (ta != tb || !is_float(ta) || ta == DType::bf16) return shape_fail(ShapeErr::dtype);
+  if (a.rank < 2 || b.rank < 2) return shape_fail(ShapeErr::rank);
+  const DimV m = a.dims[a.rank - (trans_a ? 1 : 2)];
+  const DimV ka = a.dims[a.rank - (trans_a ? 2 : 1)];
+  const DimV kb = b.dims[b.rank - (trans_b ? 1 : 2)];
+  const DimV n = b.dims[b.rank - (trans_b ? 2 : 1)];
+  if (!(ka == kb)) return shape_fail(ShapeErr::inner_dim);
+  ShapeV ba = a, bb = b;
+  ba.rank = static_cast<std::uint8_t>(a.rank - 2);
+  bb.rank = static_cast<std::uint8_t>(b.rank - 2);
+  ShapeResult r = algebra::broadcast(ba, bb, ta);
+  if (!r.ok()) return shape_fail(ShapeErr::batch_dims);
+  r.shape.dims[r.shape.rank++] = m;
+  r.shape.dims[r.shape.rank++] = n;
+  return r;
+}
+}  // namespace rules
+
+constexpr Ref matmul(Ref a, Ref b, bool trans_a = false, bool trans_b = false) {
+  Attrs at;
+  at.i[0] = trans_a;
+  at.i[1] = trans_b;
+  return emit(OpId::matmul, "matmul", {a, b},
+              rules::matmul(a.shape(), a.dtype(), b.shape(), b.dtype(), trans_a, trans_b), &at);
+}
+
+namespace detail {
+template <bool TA, bool TB, class SA, DType DA, class SB, DType DB>
+constexpr auto matmul_typed(Tensor<SA, DA> a, Tensor<SB, DB> b) {
+  constexpr ShapeResult r = rules::matmul(SA::value, DA, SB::value, DB, TA, TB);
+  static_assert(r.err != ShapeErr::dtype,
+                "stag::matmul: operands must be floating point tensors of the same dtype");
+  static_assert(r.err != ShapeErr::rank, "stag::matmul: both operands need at least 2 dims");
+  static_assert(r.err != ShapeErr::inner_dim,
+                "stag::matmul: inner dimensions differ: A is [..., M, K] and B must be [..., K, N]");
+  static_assert(r.err != ShapeErr::batch_dims,
+                "stag::matmul: batch dimensions (all but the last two) are not broadcastable");
+  if constexpr (r.ok()) return typed<r.shape, DA, SA, SB>(matmul(a.ref(), b.ref(), TA, TB)); else return a;
+}
+}  // namespace detail
+
+template <class SA, DType DA, class SB, DType DB>
+constexpr auto matmul(Tensor<SA, DA> a, Tensor<SB, DB> b) {
+  return detail::matmul_typed<false, false>(a, b);
+}
+// a @ b^T without materialising the transpose (attention scores q @ k^T).
+template <class SA, DType DA, class SB, DType DB>
+constexpr auto matmul_nt(Tensor<SA, DA> a, Tensor<SB, DB> b) {
+  return detail::matmul_typed<false, true>(a, b);
+}
+// a^T @ b.
+template <class SA, DType DA, class SB, DType DB>
+constexpr auto matmul_tn(Tensor<SA, DA> a, Tensor<SB, DB> b) {
+  return detail::matmul_typed<true, false>(a, b);
+}
+
+}  // namespace stag

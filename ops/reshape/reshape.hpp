@@ -1,0 +1,83 @@
+// View ops (no data movement when the input is contiguous): reshape/view, unsqueeze, squeeze.
+//   view<batch, seq, 8, 64>(x [batch, seq, 512]) -> [batch, seq, 8, 64]
+//   view<batch * seq, 512>(x [batch, seq, 512])  -> [batch*seq, 512]
+//   unsqueeze<1>(mask [batch, seq]) -> [batch, 1, seq];  squeeze<1>(x [B, 1, S]) -> [B, S]
+// view requires equal element counts as monomials (static factors and the same symbols) and
+// keeps lone symbols in order, so [B,S,512] -> [S,512] and [B,S,D] -> [S,B,D] do not compile.
+// PyTorch: x.view(...), x.unsqueeze(d), x.squeeze(d).
+#pragma once
+
+#include <stag/ops/op.hpp>
+
+namespace stag {
+
+template <>
+struct OpDef<OpId::reshape> {
+  static constexpr OpInfo info{"reshape", "view", 1};
+  static constexpr void vjp(VjpCtx&);
+  static void reference(const KernelArgs&);
+};
+template <>
+struct OpDef<OpId::unsqueeze> {
+  static constexpr OpInfo info{"unsqueeze", "unsqueeze", 1};
+  static constexpr void vjp(VjpCtx&);
+  static void reference(const KernelArgs&);
+};
+template <>
+struct OpDef<OpId::squeeze> {
+  static constexpr OpInfo info{"squeeze", "squeeze", 1};
+  static constexpr void vjp(VjpCtx&);
+  static void reference(const KernelArgs&);
+};
+
+constexpr Ref reshape(Ref x, const ShapeV& target) {
+  if (x.shape() == target) return x;
+  return emit(OpId::reshape, "view", {x}, algebra::reshape(x.shape(), target, x.dtype()));
+}
+
+template <auto... Ds, class S, DType T>
+constexpr auto view(Tensor<S, T> x) {
+  using Target = canonical_t<Shape<Ds...>>;
+  constexpr ShapeResult r = algebra::reshape(S::value, Target::value, T);
+  static_assert(r.err != ShapeErr::numel,
+                "stag::view: the element counts differ (input shape vs target shape)");
+  static_assert(r.err != ShapeErr::symbols,
+                "stag::view: the target drops or adds a symbolic dim (each symbol must be kept)");
+  static_assert(r.err != ShapeErr::order,
+                "stag::view: the target reorders symbolic dims; view cannot move data, use permute");
+  register_syms<Target>(*x.b);
+  if constexpr (r.ok())
+    return Tensor<Target, T>{x.b, reshape(x.ref(), Target::value).id};
+  else
+    return x;
+}
+
+constexpr Ref unsqueeze(Ref x, int axis) {
+  const ShapeResult r = algebra::unsqueeze(x.shape(), axis, x.dtype());
+  Attrs a;
+  a.i[0] = axis;
+  return emit(OpId::unsqueeze, "unsqueeze", {x}, r, &a);
+}
+constexpr Ref squeeze(Ref x, int axis) {
+  const ShapeResult r = algebra::squeeze(x.shape(), axis, x.dtype());
+  Attrs a;
+  a.i[0] = axis;
+  return emit(OpId::squeeze, "squeeze", {x}, r, &a);
+}
+
+template <int Axis, class S, DType T>
+constexpr auto unsqueeze(Tensor<S, T> x) {
+  constexpr ShapeResult r = algebra::unsqueeze(S::value, Axis, T);
+  static_assert(r.err != ShapeErr::axis, "stag::unsqueeze: axis out of range (valid: -rank-1 .. rank)");
+  static_assert(r.err != ShapeErr::rank, "stag::unsqueeze: the result would have more than 6 dims");
+  if constexpr (r.ok()) return typed<r.shape, T, S>(unsqueeze(x.ref(), Axis)); else return x;
+}
+template <int Axis, class S, DType T>
+constexpr auto squeeze(Tensor<S, T> x) {
+  constexpr ShapeResult r = algebra::squeeze(S::value, Axis, T);
+  static_assert(r.err != ShapeErr::axis, "stag::squeeze: axis out of range");
+  static_assert(r.err != ShapeErr::not_one, "stag::squeeze: the squeezed dim is not 1");
+  if constexpr (r.ok()) return typed<r.shape, T, S>(squeeze(x.ref(), Axis)); else return x;
+}
+
+}  // namespace stag

@@ -1,0 +1,57 @@
+// Reference kernels of the unary ops and of unary_backward (formulas in math.hpp).
+#include <stag/ops/kernel.hpp>
+#include <stag/ops/unary/math.hpp>
+#include <stag/ops/unary/unary.hpp>
+
+namespace stag {
+namespace {
+void forward(const KernelArgs& a, OpId op) {
+  const double p = a.attr().f[0];
+  const TensorView& x = a.in[0];
+  const std::int64_t n = a.out.numel();
+  if (!is_float(a.out.dtype)) {  // neg and abs on integers
+    for (std::int64_t i = 0; i < n; ++i)
+      kernel::store(a.out, i, unary_math::forward(op, kernel::load(x, kernel::offset_of(x, i)), p));
+    return;
+  }
+  kernel::with_float(a.out.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    T* out = a.out.as<T>();
+    const T* in = x.as<const T>();
+    for (std::int64_t i = 0; i < n; ++i) out[i] = unary_math::forward(op, in[kernel::offset_of(x, i)], p);
+  });
+}
+}  // namespace
+
+#define STAG_UNARY_REF(id) \
+  void OpDef<OpId::id>::reference(const KernelArgs& a) { forward(a, OpId::id); }
+STAG_UNARY_REF(neg)
+STAG_UNARY_REF(exp)
+STAG_UNARY_REF(log)
+STAG_UNARY_REF(sqrt)
+STAG_UNARY_REF(rsqrt)
+STAG_UNARY_REF(pow_scalar)
+STAG_UNARY_REF(abs)
+STAG_UNARY_REF(relu)
+STAG_UNARY_REF(gelu)
+STAG_UNARY_REF(gelu_tanh)
+STAG_UNARY_REF(silu)
+STAG_UNARY_REF(sigmoid)
+STAG_UNARY_REF(tanh)
+#undef STAG_UNARY_REF
+
+void OpDef<OpId::unary_backward>::reference(const KernelArgs& a) {
+  const auto op = static_cast<OpId>(a.attr().i[0]);
+  const double p = a.attr().f[0];
+  const std::int64_t n = a.out.numel();
+  kernel::with_float(a.out.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    const T* x = a.in[0].as<const T>();
+    const T* y = a.in[1].as<const T>();
+    const T* g = a.in[2].as<const T>();
+    T* out = a.out.as<T>();
+    for (std::int64_t i = 0; i < n; ++i) out[i] = unary_math::backward(op, x[i], y[i], g[i], p);
+  });
+}
+
+}  // namespace stag

@@ -1,0 +1,70 @@
+// The reference evaluator: binds symbols, then runs each node's reference kernel in order.
+#include <array>
+
+#include <stag/ops/registry.hpp>
+#include <stag/runtime/reference.hpp>
+
+namespace stag {
+namespace {
+
+template <OpId Id>
+constexpr KernelFn reference_of() {
+  if constexpr (requires { &OpDef<Id>::reference; })
+    return &OpDef<Id>::reference;
+  else
+    return nullptr;
+}
+
+constexpr std::array<KernelFn, kOpCount> kReferenceKernels = {
+#define STAG_X(name) reference_of<OpId::name>(),
+    STAG_OP_LIST(STAG_X)
+#undef STAG_X
+};
+
+}  // namespace
+
+const Array& Evaluation::operator[](std::string_view name) const {
+  int n = g_.output(name);
+  if (n < 0) n = g_.find(name);
+  if (n < 0) throw Error("stag: no node or output called '" + std::string(name) + "'");
+  return node(n);
+}
+
+const Array& Evaluation::result() const {
+  if (g_.result < 0) throw Error("stag: the graph has no result node");
+  return node(g_.result);
+}
+
+Evaluation evaluate_reference(const GraphView& g, const NamedArrays& inputs, const NamedArrays& params,
+                              const EvalOptions& opts) {
+  const Bindings b = bind_symbols(g, inputs, &params, opts.dims, opts.f64);
+  const RunState state{opts.seed, opts.step, opts.training};
+  auto promote = [&](DType t) { return opts.f64 && t == DType::f32 ? DType::f64 : t; };
+  std::vector<Array> values(static_cast<std::size_t>(g.size()));
+  std::vector<TensorView> in_views;
+  for (int n = 0; n < g.size(); ++n) {
+    const Node& node = g.node(n);
+    const DType t = promote(node.dtype);
+    Array& out = values[static_cast<std::size_t>(n)];
+    if (node.flags & kFlagInput) {
+      out = inputs.find(g.name(n))->second.to(t);
+      continue;
+    }
+    if (node.flags & kFlagParam) {
+      out = params.find(g.name(n))->second.to(t);
+      continue;
+    }
+    const KernelFn fn = kReferenceKernels[node.op.value];
+    if (fn == nullptr)
+      throw Error("stag: op '" + std::string(op_name(node.op)) + "' (node " + g.name(n) +
+                  ") has no reference kernel");
+    out = Array(t, concrete_dims(g.shape(n), b));
+    in_views.clear();
+    for (int k = 0; k < node.nin; ++k) in_views.push_back(values[static_cast<std::size_t>(node.in[k])].view());
+    const KernelArgs args{g, n, in_views, out.view(), state};
+    fn(args);
+  }
+  return Evaluation(g, std::move(values));
+}
+
+}  // namespace stag

@@ -1,0 +1,12 @@
+// The umbrella header: graph building, every op, autodiff, and the runtime.
+#pragma once
+
+#include <stag/autodiff/autodiff.hpp>
+#include <stag/graph/builder.hpp>
+#include <stag/graph/shape.hpp>
+#include <stag/graph/tensor.hpp>
+#include <stag/ops/registry.hpp>
+#include <stag/runtime/array.hpp>
+#include <stag/runtime/bind.hpp>
+#include <stag/runtime/params.hpp>
+#include <stag/runtime/reference.hpp>
