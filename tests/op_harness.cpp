@@ -1,0 +1,66 @@
+// The op harness: reference f32 vs f64, gradient check, and every registered backend.
+#include "op_harness.hpp"
+
+namespace th {
+
+std::vector<Backend>& backends() {
+  static std::vector<Backend> all;
+  return all;
+}
+
+namespace {
+void require_agree(const stag::Array& got, const stag::Array& want, double tol, const std::string& what) {
+  REQUIRE(got.dims() == want.dims());
+  const std::vector<double> g = got.to_doubles(), w = want.to_doubles();
+  double worst = 0;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const bool both_nan = std::isnan(g[i]) && std::isnan(w[i]);
+    const bool same_inf = std::isinf(g[i]) && g[i] == w[i];
+    if (both_nan || same_inf) continue;
+    const double d = std::abs(g[i] - w[i]) / std::max(1.0, std::abs(w[i]));
+    if (!(d <= worst)) {
+      worst = d;
+      at = i;
+    }
+  }
+  INFO(what << ": largest scaled difference " << worst << " at " << at);
+  REQUIRE(worst <= tol);
+}
+}  // namespace
+
+void check_op(const OpCheck& c) {
+  INFO("op check: " << c.what);
+  for (int k = 0; k < c.bindings; ++k) {
+    INFO("binding " << k);
+    const stag::NamedArrays in = c.inputs(k);
+    stag::Bindings b = stag::bind_symbols(c.forward, in, nullptr, c.eval.dims);
+    stag::NamedArrays params;
+    stag::init_params(c.forward, b, params, c.param_seed);
+    stag::EvalOptions e32 = c.eval, e64 = c.eval;
+    e64.f64 = true;
+    const stag::Evaluation r32 = stag::evaluate_reference(c.forward, in, params, e32);
+    const stag::Evaluation r64 = stag::evaluate_reference(c.forward, in, params, e64);
+    for (int n = 0; n < c.forward.size(); ++n)
+      if (stag::is_float(c.forward.node(n).dtype))
+        require_agree(r32.node(n), r64.node(n).to(r32.node(n).dtype()), c.f32_tolerance,
+                      "f32 vs f64 at node " + c.forward.name(n));
+    if (c.train.size() > 0) {
+      stag::GradcheckOptions go = c.grad;
+      go.eval = c.eval;
+      require_gradcheck(c.train, in, params, go);
+    }
+    for (const Backend& be : backends()) {
+      INFO("backend " << be.name);
+      const stag::GraphView graphs[2] = {c.forward, c.train};
+      for (const stag::GraphView& g : graphs) {
+        if (g.size() == 0) continue;
+        const stag::Evaluation ref = stag::evaluate_reference(g, in, params, c.eval);
+        for (const auto& [node, value] : be.run(g, in, params, c.eval))
+          require_agree(value, ref.node(node), be.tolerance, be.name + " vs reference at " + g.name(node));
+      }
+    }
+  }
+}
+
+}  // namespace th
