@@ -10,3 +10,4 @@
 #include <stag/runtime/bind.hpp>
 #include <stag/runtime/params.hpp>
 #include <stag/runtime/reference.hpp>
+#include <stag/runtime/session.hpp>

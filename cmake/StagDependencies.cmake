@@ -2,5 +2,6 @@
 find_package(Boost 1.74 REQUIRED)                     # Boost.Hana: config reflection
 find_package(dnnl REQUIRED)                           # oneDNN 2.6: CPU primitives
 find_package(TBB REQUIRED)                            # oneTBB: the runtime's scheduler
+find_package(OpenMP REQUIRED)                         # intra-op threads, shared with oneDNN
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(GVC REQUIRED IMPORTED_TARGET libgvc libcgraph)  # Graphviz: pictures

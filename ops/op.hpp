@@ -4,6 +4,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <memory>
 #include <string_view>
 
 #include <stag/graph/algebra.hpp>
@@ -40,6 +41,9 @@ using VjpFn = void (*)(VjpCtx&);
 // Arguments of a reference kernel; defined in ops/kernel.hpp (run-time code).
 struct KernelArgs;
 using KernelFn = void (*)(const KernelArgs&);
+// The CPU backend's kernels (ops/cpu_kernel.hpp): OpDef<Id>::cpu builds one per node.
+class CpuKernel;
+struct CpuNode;
 
 // Specialised once per op in ops/<name>/<name>.hpp.
 template <OpId Id>

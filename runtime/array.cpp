@@ -6,7 +6,9 @@
 
 namespace stag {
 
-void Array::Free::operator()(std::byte* p) const { std::free(p); }
+void Array::Free::operator()(std::byte* p) const {
+  std::free(p);
+}
 
 Array::Array(DType dtype, std::vector<std::int64_t> dims) : dtype_(dtype), dims_(std::move(dims)) {
   if (dims_.size() > static_cast<std::size_t>(kMaxRank))
@@ -17,7 +19,8 @@ Array::Array(DType dtype, std::vector<std::int64_t> dims) : dtype_(dtype), dims_
   const std::size_t n = bytes();
   const std::size_t padded = ((n == 0 ? 1 : n) + 63) / 64 * 64;
   auto* p = static_cast<std::byte*>(std::aligned_alloc(64, padded));
-  if (p == nullptr) throw Error("stag::Array: out of memory allocating " + std::to_string(n) + " bytes");
+  if (p == nullptr)
+    throw Error("stag::Array: out of memory allocating " + std::to_string(n) + " bytes");
   std::memset(p, 0, padded);
   data_ = std::shared_ptr<std::byte>(p, Free{});
 }
@@ -38,8 +41,12 @@ TensorView Array::view() const {
   return v;
 }
 
-double Array::at(std::int64_t flat) const { return kernel::load(view(), flat); }
-void Array::set(std::int64_t flat, double v) { kernel::store(view(), flat, v); }
+double Array::at(std::int64_t flat) const {
+  return kernel::load(view(), flat);
+}
+void Array::set(std::int64_t flat, double v) {
+  kernel::store(view(), flat, v);
+}
 
 std::vector<double> Array::to_doubles() const {
   std::vector<double> out(static_cast<std::size_t>(numel()));
@@ -62,6 +69,8 @@ std::string dims_string(const std::vector<std::int64_t>& dims) {
   return s + "]";
 }
 
-std::string Array::shape_string() const { return dims_string(dims_); }
+std::string Array::shape_string() const {
+  return dims_string(dims_);
+}
 
 }  // namespace stag

@@ -72,12 +72,18 @@ std::string dims_string(const std::vector<std::int64_t>& dims);
 
 template <class T>
 constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, float>) return DType::f32;
-  else if constexpr (std::is_same_v<T, double>) return DType::f64;
-  else if constexpr (std::is_same_v<T, std::int32_t>) return DType::i32;
-  else if constexpr (std::is_same_v<T, std::int64_t>) return DType::i64;
-  else if constexpr (std::is_same_v<T, bool>) return DType::boolean;
-  else static_assert(sizeof(T) == 0, "stag::Array: unsupported element type");
+  if constexpr (std::is_same_v<T, float>)
+    return DType::f32;
+  else if constexpr (std::is_same_v<T, double>)
+    return DType::f64;
+  else if constexpr (std::is_same_v<T, std::int32_t>)
+    return DType::i32;
+  else if constexpr (std::is_same_v<T, std::int64_t>)
+    return DType::i64;
+  else if constexpr (std::is_same_v<T, bool>)
+    return DType::boolean;
+  else
+    static_assert(sizeof(T) == 0, "stag::Array: unsupported element type");
 }
 
 template <class T>

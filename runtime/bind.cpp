@@ -15,12 +15,17 @@ std::int64_t Bindings::get(SymId id) const {
   throw Error("stag: internal error: symbol " + std::to_string(id) + " is not bound");
 }
 
-bool Bindings::operator==(const Bindings& o) const { return values_ == o.values_; }
-bool Bindings::operator<(const Bindings& o) const { return values_ < o.values_; }
+bool Bindings::operator==(const Bindings& o) const {
+  return values_ == o.values_;
+}
+bool Bindings::operator<(const Bindings& o) const {
+  return values_ < o.values_;
+}
 
 std::string Bindings::describe(const GraphView& g) const {
   std::string s;
-  for (const auto& [k, v] : values_) s += (s.empty() ? "" : ", ") + std::string(g.sym_name(k)) + "=" + std::to_string(v);
+  for (const auto& [k, v] : values_)
+    s += (s.empty() ? "" : ", ") + std::string(g.sym_name(k)) + "=" + std::to_string(v);
   return s;
 }
 
@@ -81,19 +86,22 @@ struct Binder {
     const ShapeV& s = g.shape(node);
     const std::string expected = std::string(dtype_name(n.dtype)) + " " + shape_text(g, s);
     if (a.dtype() != n.dtype && !(f64_ok && n.dtype == DType::f32 && a.dtype() == DType::f64))
-      throw Error("stag: " + what + ": expected dtype " + std::string(dtype_name(n.dtype)) + ", got " +
-                  std::string(dtype_name(a.dtype())) + " (expected " + expected + ", got " + a.describe() + ")");
+      throw Error("stag: " + what + ": expected dtype " + std::string(dtype_name(n.dtype)) +
+                  ", got " + std::string(dtype_name(a.dtype())) + " (expected " + expected +
+                  ", got " + a.describe() + ")");
     if (a.rank() != s.rank)
-      throw Error("stag: " + what + ": expected rank " + std::to_string(s.rank) + " " + shape_text(g, s) +
-                  ", got rank " + std::to_string(a.rank()) + " " + a.shape_string());
+      throw Error("stag: " + what + ": expected rank " + std::to_string(s.rank) + " " +
+                  shape_text(g, s) + ", got rank " + std::to_string(a.rank()) + " " +
+                  a.shape_string());
     for (int i = 0; i < s.rank; ++i) {
       const DimV& d = s.dims[i];
       const std::int64_t got = a.dim(i);
       const std::string where = what + " dim " + std::to_string(i);
       if (d.is_static()) {
         if (got != d.coef)
-          throw Error("stag: " + where + ": expected " + std::to_string(d.coef) + ", got " + std::to_string(got) +
-                      " (expected " + shape_text(g, s) + ", got " + a.shape_string() + ")");
+          throw Error("stag: " + where + ": expected " + std::to_string(d.coef) + ", got " +
+                      std::to_string(got) + " (expected " + shape_text(g, s) + ", got " +
+                      a.shape_string() + ")");
         continue;
       }
       // coef * known * unknown = got, with at most one unknown symbol.
@@ -115,13 +123,15 @@ struct Binder {
         if (d.nsym > 1 && pass == 0) continue;
         if (known == 0 || got % known != 0)
           throw Error("stag: " + where + ": " + std::to_string(got) + " is not a multiple of " +
-                      std::to_string(known) + " (the dim is " + dim_text(g, d) + ", shape " + shape_text(g, s) + ")");
+                      std::to_string(known) + " (the dim is " + dim_text(g, d) + ", shape " +
+                      shape_text(g, s) + ")");
         b.set(d.sym[unknown], got / known);
         origin.push_back(where);
         continue;
       }
       if (known != got) {
-        const std::string sym = d.nsym == 1 && d.coef == 1 ? std::string(g.sym_name(d.sym[0])) : dim_text(g, d);
+        const std::string sym =
+            d.nsym == 1 && d.coef == 1 ? std::string(g.sym_name(d.sym[0])) : dim_text(g, d);
         throw Error("stag: symbol '" + sym + "' is " + std::to_string(known) + " (from " +
                     origin_of(d.sym[d.nsym - 1]) + ") but " + std::to_string(got) + " in " + where +
                     " (expected " + shape_text(g, s) + ", got " + a.shape_string() + ")");
@@ -152,14 +162,16 @@ Bindings bind_symbols(const GraphView& g, const NamedArrays& inputs, const Named
         known = true;
       }
     if (!known) throw Error("stag: dims: '" + name + "' is not a symbol of this graph");
-    if (value < 0) throw Error("stag: dims: '" + name + "' = " + std::to_string(value) + " is negative");
+    if (value < 0)
+      throw Error("stag: dims: '" + name + "' = " + std::to_string(value) + " is negative");
     b.set(id, value);
     binder.origin.push_back("dims['" + name + "']");
   }
   for (const auto& [name, value] : inputs) {
     const int n = g.find(name);
     if (n < 0 || !(g.node(n).flags & kFlagInput))
-      throw Error("stag: '" + name + "' is not an input of this graph (inputs: " + list_names(g, kFlagInput) + ")");
+      throw Error("stag: '" + name +
+                  "' is not an input of this graph (inputs: " + list_names(g, kFlagInput) + ")");
   }
   for (int pass = 0; pass < 2; ++pass) {
     for (int n = 0; n < g.size(); ++n) {
@@ -168,13 +180,14 @@ Bindings bind_symbols(const GraphView& g, const NamedArrays& inputs, const Named
         const std::string name = g.name(n);
         auto it = inputs.find(name);
         if (it == inputs.end())
-          throw Error("stag: input '" + name + "' was not given (expected " + std::string(dtype_name(node.dtype)) +
-                      " " + shape_text(g, g.shape(n)) + ")");
+          throw Error("stag: input '" + name + "' was not given (expected " +
+                      std::string(dtype_name(node.dtype)) + " " + shape_text(g, g.shape(n)) + ")");
         binder.check(n, "input '" + name + "'", it->second, pass);
       } else if ((node.flags & kFlagParam) && params != nullptr) {
         const std::string name = g.name(n);
         auto it = params->find(name);
-        if (it == params->end()) throw Error("stag: parameter '" + name + "' is missing from the parameter store");
+        if (it == params->end())
+          throw Error("stag: parameter '" + name + "' is missing from the parameter store");
         binder.check(n, "parameter '" + name + "'", it->second, pass);
       }
     }

@@ -9,20 +9,22 @@ namespace stag {
 std::string GradcheckReport::text() const {
   std::ostringstream s;
   s.precision(6);
-  s << (ok ? "gradcheck passed" : "gradcheck FAILED") << ": " << checked << " elements, max abs err "
-    << max_abs_err << ", max rel err " << max_rel_err;
+  s << (ok ? "gradcheck passed" : "gradcheck FAILED") << ": " << checked
+    << " elements, max abs err " << max_abs_err << ", max rel err " << max_rel_err;
   if (!worst.empty())
-    s << "; worst: " << worst << "[" << worst_index << "] analytic " << analytic << " numeric " << numeric;
+    s << "; worst: " << worst << "[" << worst_index << "] analytic " << analytic << " numeric "
+      << numeric;
   return s.str();
 }
 
-GradcheckReport gradcheck(const GraphView& train, const NamedArrays& inputs, const NamedArrays& params,
-                          const GradcheckOptions& opts) {
+GradcheckReport gradcheck(const GraphView& train, const NamedArrays& inputs,
+                          const NamedArrays& params, const GradcheckOptions& opts) {
   EvalOptions eo = opts.eval;
   eo.f64 = true;  // f32 graphs run in double precision; f64 tensors are accepted for f32 nodes
   auto widen = [](const NamedArrays& xs) {
     NamedArrays out;
-    for (const auto& [k, v] : xs) out.emplace(k, v.to(v.dtype() == DType::f32 ? DType::f64 : v.dtype(), true));
+    for (const auto& [k, v] : xs)
+      out.emplace(k, v.to(v.dtype() == DType::f32 ? DType::f64 : v.dtype(), true));
     return out;
   };
   const NamedArrays inputs64 = widen(inputs), params64 = widen(params);
@@ -35,7 +37,8 @@ GradcheckReport gradcheck(const GraphView& train, const NamedArrays& inputs, con
     const Array analytic = base.node(o.node);
     const Array& orig = (is_param ? params64 : inputs64).at(name);
     const std::int64_t n = orig.numel();
-    const std::int64_t stride = n <= opts.max_elements ? 1 : (n + opts.max_elements - 1) / opts.max_elements;
+    const std::int64_t stride =
+        n <= opts.max_elements ? 1 : (n + opts.max_elements - 1) / opts.max_elements;
     for (std::int64_t i = 0; i < n; i += stride) {
       NamedArrays ins = inputs64, ps = params64;
       NamedArrays& dst = is_param ? ps : ins;

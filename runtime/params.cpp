@@ -34,8 +34,12 @@ void init_params(const GraphView& g, const Bindings& b, NamedArrays& store, std:
     for (std::int64_t i = 0; i < count; ++i) {
       double v = 0;
       switch (init) {
-        case Init::zeros: v = 0; break;
-        case Init::ones: v = 1; break;
+        case Init::zeros:
+          v = 0;
+          break;
+        case Init::ones:
+          v = 1;
+          break;
         case Init::normal: {
           // Box-Muller from two counter-based uniforms.
           const double u1 = 1.0 - random::uniform(seed, 0, salt, 2 * static_cast<std::uint64_t>(i));
@@ -54,7 +58,8 @@ void init_params(const GraphView& g, const Bindings& b, NamedArrays& store, std:
   }
 }
 
-NamedArrays make_params(const GraphView& g, const std::map<std::string, std::int64_t, std::less<>>& dims,
+NamedArrays make_params(const GraphView& g,
+                        const std::map<std::string, std::int64_t, std::less<>>& dims,
                         std::uint64_t seed, DType float_type) {
   Bindings b;
   for (const auto& [name, v] : dims)

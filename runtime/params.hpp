@@ -12,7 +12,8 @@ void init_params(const GraphView& g, const Bindings& b, NamedArrays& store, std:
                  DType float_type = DType::f32);
 
 // Binds the symbols that parameters alone determine from `dims`, then initialises them.
-NamedArrays make_params(const GraphView& g, const std::map<std::string, std::int64_t, std::less<>>& dims,
+NamedArrays make_params(const GraphView& g,
+                        const std::map<std::string, std::int64_t, std::less<>>& dims,
                         std::uint64_t seed, DType float_type = DType::f32);
 
 }  // namespace stag

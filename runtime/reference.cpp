@@ -1,27 +1,10 @@
 // The reference evaluator: binds symbols, then runs each node's reference kernel in order.
 #include <array>
 
-#include <stag/ops/registry.hpp>
+#include <stag/runtime/kernel_tables.hpp>
 #include <stag/runtime/reference.hpp>
 
 namespace stag {
-namespace {
-
-template <OpId Id>
-constexpr KernelFn reference_of() {
-  if constexpr (requires { &OpDef<Id>::reference; })
-    return &OpDef<Id>::reference;
-  else
-    return nullptr;
-}
-
-constexpr std::array<KernelFn, kOpCount> kReferenceKernels = {
-#define STAG_X(name) reference_of<OpId::name>(),
-    STAG_OP_LIST(STAG_X)
-#undef STAG_X
-};
-
-}  // namespace
 
 const Array& Evaluation::operator[](std::string_view name) const {
   int n = g_.output(name);
@@ -35,8 +18,8 @@ const Array& Evaluation::result() const {
   return node(g_.result);
 }
 
-Evaluation evaluate_reference(const GraphView& g, const NamedArrays& inputs, const NamedArrays& params,
-                              const EvalOptions& opts) {
+Evaluation evaluate_reference(const GraphView& g, const NamedArrays& inputs,
+                              const NamedArrays& params, const EvalOptions& opts) {
   const Bindings b = bind_symbols(g, inputs, &params, opts.dims, opts.f64);
   const RunState state{opts.seed, opts.step, opts.training};
   auto promote = [&](DType t) { return opts.f64 && t == DType::f32 ? DType::f64 : t; };
@@ -60,7 +43,8 @@ Evaluation evaluate_reference(const GraphView& g, const NamedArrays& inputs, con
                   ") has no reference kernel");
     out = Array(t, concrete_dims(g.shape(n), b));
     in_views.clear();
-    for (int k = 0; k < node.nin; ++k) in_views.push_back(values[static_cast<std::size_t>(node.in[k])].view());
+    for (int k = 0; k < node.nin; ++k)
+      in_views.push_back(values[static_cast<std::size_t>(node.in[k])].view());
     const KernelArgs args{g, n, in_views, out.view(), state};
     fn(args);
   }

@@ -31,7 +31,7 @@ class Evaluation {
   std::vector<Array> values_;
 };
 
-Evaluation evaluate_reference(const GraphView& g, const NamedArrays& inputs, const NamedArrays& params,
-                              const EvalOptions& opts = {});
+Evaluation evaluate_reference(const GraphView& g, const NamedArrays& inputs,
+                              const NamedArrays& params, const EvalOptions& opts = {});
 
 }  // namespace stag

@@ -3,13 +3,43 @@
 
 namespace th {
 
+namespace {
+// The CPU session as a backend: parameters copied from the reference's, every output and the
+// result kept; `schedule` picks sequential or TBB-parallel execution. Poisoning freed buffers
+// makes any read of a dead buffer show up as NaN.
+Backend cpu_backend(stag::Schedule schedule, std::string name) {
+  Backend be;
+  be.name = std::move(name);
+  be.run = [schedule](const stag::GraphView& g, const stag::NamedArrays& inputs,
+                      const stag::NamedArrays& params, const stag::EvalOptions& eval) {
+    stag::SessionOptions so;
+    so.schedule = schedule;
+    so.poison_freed = schedule == stag::Schedule::sequential;
+    so.seed = eval.seed;
+    so.dims = eval.dims;
+    stag::Session s(g, so);
+    s.set_inputs(inputs);
+    s.run({eval.training, eval.step});  // creates parameters for symbolic dims
+    s.set_params(params);
+    s.run({eval.training, eval.step});
+    std::vector<std::pair<int, stag::Array>> out;
+    if (g.result >= 0) out.emplace_back(g.result, s.get(g.result));
+    for (const stag::OutputEntry& o : g.outputs) out.emplace_back(o.node, s.get(o.node));
+    return out;
+  };
+  return be;
+}
+}  // namespace
+
 std::vector<Backend>& backends() {
-  static std::vector<Backend> all;
+  static std::vector<Backend> all = {cpu_backend(stag::Schedule::sequential, "cpu"),
+                                     cpu_backend(stag::Schedule::parallel, "cpu-parallel")};
   return all;
 }
 
 namespace {
-void require_agree(const stag::Array& got, const stag::Array& want, double tol, const std::string& what) {
+void require_agree(const stag::Array& got, const stag::Array& want, double tol,
+                   const std::string& what) {
   REQUIRE(got.dims() == want.dims());
   const std::vector<double> g = got.to_doubles(), w = want.to_doubles();
   double worst = 0;
@@ -57,7 +87,8 @@ void check_op(const OpCheck& c) {
         if (g.size() == 0) continue;
         const stag::Evaluation ref = stag::evaluate_reference(g, in, params, c.eval);
         for (const auto& [node, value] : be.run(g, in, params, c.eval))
-          require_agree(value, ref.node(node), be.tolerance, be.name + " vs reference at " + g.name(node));
+          require_agree(value, ref.node(node), be.tolerance,
+                        be.name + " vs reference at " + g.name(node));
       }
     }
   }

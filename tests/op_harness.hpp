@@ -15,8 +15,9 @@ namespace th {
 struct Backend {
   std::string name;
   // Evaluates `g` on the backend; returns the values of `g`'s outputs and result by node index.
-  std::function<std::vector<std::pair<int, stag::Array>>(const stag::GraphView& g, const stag::NamedArrays& inputs,
-                                                        const stag::NamedArrays& params, const stag::EvalOptions&)>
+  std::function<std::vector<std::pair<int, stag::Array>>(
+      const stag::GraphView& g, const stag::NamedArrays& inputs, const stag::NamedArrays& params,
+      const stag::EvalOptions&)>
       run;
   double tolerance = 1e-4;  // max abs difference from the reference, relative to max(1, |ref|)
 };
@@ -25,16 +26,16 @@ struct Backend {
 std::vector<Backend>& backends();
 
 struct OpCheck {
-  std::string what;                 // shown on failure
-  stag::GraphView forward;          // a graph whose result is a scalar built from the op
-  stag::GraphView train;            // stag::grad<...> of `forward`; empty: no gradient check
+  std::string what;         // shown on failure
+  stag::GraphView forward;  // a graph whose result is a scalar built from the op
+  stag::GraphView train;    // stag::grad<...> of `forward`; empty: no gradient check
   // Inputs for binding number k (different symbolic dims per k).
   std::function<stag::NamedArrays(int k)> inputs;
   int bindings = 1;
   std::uint64_t param_seed = 1;
-  stag::EvalOptions eval{};         // dims for symbols no input fixes, training mode, seed
+  stag::EvalOptions eval{};  // dims for symbols no input fixes, training mode, seed
   stag::GradcheckOptions grad{};
-  double f32_tolerance = 1e-4;      // f32 vs f64 reference, relative to max(1, |f64|)
+  double f32_tolerance = 1e-4;  // f32 vs f64 reference, relative to max(1, |f64|)
 };
 
 void check_op(const OpCheck& c);

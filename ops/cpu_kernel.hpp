@@ -1,0 +1,121 @@
+// The CPU backend's kernel interface. An op provides `OpDef<Id>::cpu(const CpuNode&)` in
+// ops/<op>/cpu.cpp, returning a kernel built once at plan time (oneDNN primitive descriptors
+// and primitives, or an own kernel) whose run() executes one step. Returning nullptr means
+// "not for this configuration": the planner falls back to the op's reference kernel.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <dnnl.hpp>
+
+#include <stag/ops/kernel.hpp>
+#include <stag/runtime/array.hpp>
+
+namespace stag {
+
+// Shared by every kernel of a session.
+struct CpuContext {
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  int threads = 1;  // threads own kernels may use (oneDNN threads with OpenMP)
+};
+
+// What a kernel factory sees: the node, its concrete input and output views (data pointers
+// are final: buffers are planned before kernels are made), and the run state it reads.
+struct CpuNode {
+  const GraphView& g;
+  int node = -1;
+  std::vector<TensorView> in;
+  TensorView out;
+  CpuContext& ctx;
+  const RunState& state;
+
+  const Node& n() const { return g.node(node); }
+  const Attrs& attr() const { return g.attr(node); }
+  std::string name() const { return g.name(node); }
+};
+
+class CpuKernel {
+ public:
+  virtual ~CpuKernel() = default;
+  virtual void run() = 0;
+  // What executes the node, e.g. "onednn matmul (brg:avx512_core)" or "own embedding".
+  virtual std::string describe() const = 0;
+};
+
+// Counts oneDNN primitive creations (tests prove that steady-state steps create none).
+std::atomic<std::int64_t>& primitive_creations();
+
+// A memory descriptor for a view (dims and strides as they are; f32/bf16/i32/s8 types).
+dnnl::memory::desc memory_desc(const TensorView& v);
+dnnl::memory::data_type onednn_type(DType t);
+
+// Builds a primitive from a primitive descriptor, counting the creation.
+template <class Prim, class Pd>
+Prim make_primitive(const Pd& pd) {
+  primitive_creations().fetch_add(1, std::memory_order_relaxed);
+  return Prim(pd);
+}
+
+// The implementation name oneDNN chose for a primitive descriptor.
+std::string impl_name(const dnnl::primitive_desc_base& pd);
+
+}  // namespace stag
+
+namespace stag {
+
+// A kernel that executes oneDNN primitives (usually one) with memories bound at plan time.
+class OnednnKernel final : public CpuKernel {
+ public:
+  struct Step {
+    dnnl::primitive prim;
+    std::unordered_map<int, dnnl::memory> args;
+  };
+  OnednnKernel(const dnnl::engine& eng, std::vector<Step> steps, std::string what)
+      : stream_(eng), steps_(std::move(steps)), what_(std::move(what)) {}
+  OnednnKernel(const dnnl::engine& eng, dnnl::primitive prim,
+               std::unordered_map<int, dnnl::memory> args, std::string what)
+      : OnednnKernel(eng, std::vector<Step>{Step{std::move(prim), std::move(args)}},
+                     std::move(what)) {}
+  void run() override {
+    for (Step& s : steps_) s.prim.execute(stream_, s.args);
+    stream_.wait();
+  }
+  std::string describe() const override { return what_; }
+  // Scratch memory the kernel owns (e.g. contiguous copies of strided inputs).
+  std::vector<Array> scratch;
+
+ private:
+  dnnl::stream stream_;
+  std::vector<Step> steps_;
+  std::string what_;
+};
+
+// A oneDNN memory object over a view's data.
+inline dnnl::memory memory_of(const TensorView& v, const dnnl::engine& eng) {
+  return dnnl::memory(memory_desc(v), eng, v.data);
+}
+inline dnnl::memory memory_of(const dnnl::memory::desc& md, const TensorView& v,
+                              const dnnl::engine& eng) {
+  return dnnl::memory(md, eng, v.data);
+}
+
+// A view padded with leading size-1 dims up to `rank` (oneDNN wants equal ranks to broadcast).
+inline TensorView padded(const TensorView& v, int rank) {
+  TensorView p = v;
+  const int lead = rank - v.rank;
+  if (lead <= 0) return p;
+  p.rank = rank;
+  for (int i = rank - 1; i >= 0; --i) {
+    const int src = i - lead;
+    p.dims[i] = src >= 0 ? v.dims[src] : 1;
+    p.strides[i] =
+        src >= 0 ? v.strides[src] : (i + 1 < rank ? p.strides[i + 1] * p.dims[i + 1] : 1);
+  }
+  return p;
+}
+
+}  // namespace stag

@@ -1,0 +1,101 @@
+// CPU kernel of matmul: one oneDNN matmul primitive. Transposed operands and permuted
+// (strided) inputs are passed as strides, without copies; a linear layer ([.., K] @ [K, N])
+// is collapsed to one 2-D product. If oneDNN rejects a stride pattern, the strided operand is
+// reordered into a contiguous scratch buffer first.
+#include <optional>
+#include <stag/ops/cpu_kernel.hpp>
+
+#include <stag/ops/matmul/matmul.hpp>
+
+namespace stag {
+namespace {
+
+void swap_last_two(TensorView& v) {
+  std::swap(v.dims[v.rank - 1], v.dims[v.rank - 2]);
+  std::swap(v.strides[v.rank - 1], v.strides[v.rank - 2]);
+}
+
+// Rows of [d0, ..., dk, K] collapse to one dim when each batch stride steps over whole rows.
+bool rows_collapse(const TensorView& v) {
+  for (int i = 0; i < v.rank - 2; ++i)
+    if (v.dims[i] != 1 && v.strides[i] != v.strides[i + 1] * v.dims[i + 1]) return false;
+  return true;
+}
+
+TensorView collapse_rows(const TensorView& v) {
+  TensorView c = v;
+  c.rank = 2;
+  c.dims[0] = 1;
+  for (int i = 0; i < v.rank - 1; ++i) c.dims[0] *= v.dims[i];
+  c.dims[1] = v.dims[v.rank - 1];
+  c.strides[0] = v.strides[v.rank - 2];
+  c.strides[1] = v.strides[v.rank - 1];
+  return c;
+}
+
+}  // namespace
+
+std::unique_ptr<CpuKernel> OpDef<OpId::matmul>::cpu(const CpuNode& n) {
+  if (n.out.dtype != DType::f32 || n.out.rank < 2) return nullptr;
+  const bool ta = n.attr().i[0] != 0, tb = n.attr().i[1] != 0;
+  TensorView a = n.in[0], b = n.in[1], c = n.out;
+  if (ta) swap_last_two(a);
+  if (tb) swap_last_two(b);
+  const int r = c.rank;
+  a = padded(a, r);
+  b = padded(b, r);
+  bool b_shared = true;
+  for (int i = 0; i < r - 2; ++i) b_shared = b_shared && b.dims[i] == 1;
+  if (r > 2 && b_shared && rows_collapse(a) && c.contiguous()) {
+    a = collapse_rows(a);
+    c = collapse_rows(c);
+    TensorView b2 = b;
+    b2.rank = 2;
+    b2.dims[0] = b.dims[r - 2];
+    b2.dims[1] = b.dims[r - 1];
+    b2.strides[0] = b.strides[r - 2];
+    b2.strides[1] = b.strides[r - 1];
+    b = b2;
+  }
+  const dnnl::engine& eng = n.ctx.eng;
+  std::vector<OnednnKernel::Step> steps;
+  std::vector<Array> scratch;
+  auto try_pd = [&](const TensorView& av,
+                    const TensorView& bv) -> std::optional<dnnl::matmul::primitive_desc> {
+    try {
+      return dnnl::matmul::primitive_desc(
+          dnnl::matmul::desc(memory_desc(av), memory_desc(bv), memory_desc(c)), eng);
+    } catch (const dnnl::error&) {
+      return std::nullopt;
+    }
+  };
+  auto pd = try_pd(a, b);
+  TensorView a_used = a, b_used = b;
+  if (!pd) {  // copy strided operands into contiguous scratch
+    for (TensorView* v : {&a_used, &b_used}) {
+      if (v->contiguous()) continue;
+      TensorView dense = *v;
+      dense.set_contiguous();
+      scratch.emplace_back(dense.dtype,
+                           std::vector<std::int64_t>(dense.dims, dense.dims + dense.rank));
+      dense.data = scratch.back().raw();
+      dnnl::memory src = memory_of(*v, eng), dst = memory_of(dense, eng);
+      steps.push_back({make_primitive<dnnl::reorder>(dnnl::reorder::primitive_desc(src, dst)),
+                       {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}});
+      *v = dense;
+    }
+    pd = try_pd(a_used, b_used);
+    if (!pd) return nullptr;
+  }
+  steps.push_back({make_primitive<dnnl::matmul>(*pd),
+                   {{DNNL_ARG_SRC, memory_of(pd->src_desc(), a_used, eng)},
+                    {DNNL_ARG_WEIGHTS, memory_of(pd->weights_desc(), b_used, eng)},
+                    {DNNL_ARG_DST, memory_of(pd->dst_desc(), c, eng)}}});
+  auto k = std::make_unique<OnednnKernel>(
+      eng, std::move(steps),
+      "onednn matmul (" + impl_name(*pd) + (scratch.empty() ? ")" : ", +reorder)"));
+  k->scratch = std::move(scratch);
+  return k;
+}
+
+}  // namespace stag

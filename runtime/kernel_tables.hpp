@@ -1,0 +1,70 @@
+// Per-op tables of the run-time kernels, built from the registry: reference kernels, CPU kernel
+// factories, and the CPU traits the planner reads (inputs a kernel reads through arbitrary
+// strides, inputs it may overwrite in place). An op without an entry falls back to reference.
+#pragma once
+
+#include <array>
+
+#include <stag/ops/cpu_kernel.hpp>
+#include <stag/ops/registry.hpp>
+
+namespace stag {
+
+using CpuFactory = std::unique_ptr<CpuKernel> (*)(const CpuNode&);
+
+namespace detail {
+template <OpId Id>
+constexpr KernelFn reference_of() {
+  if constexpr (requires { &OpDef<Id>::reference; })
+    return &OpDef<Id>::reference;
+  else
+    return nullptr;
+}
+template <OpId Id>
+constexpr CpuFactory cpu_of() {
+  if constexpr (requires { &OpDef<Id>::cpu; })
+    return &OpDef<Id>::cpu;
+  else
+    return nullptr;
+}
+// Bit k: the CPU kernel reads input k through any strides (a permute can stay a view).
+template <OpId Id>
+constexpr std::uint8_t cpu_strided_of() {
+  if constexpr (requires { OpDef<Id>::cpu_strided; })
+    return OpDef<Id>::cpu_strided;
+  else
+    return 0;
+}
+// Bit k: the op's kernels (CPU and reference) may write the output over input k when it has
+// the output's shape and dtype (elementwise ops).
+template <OpId Id>
+constexpr std::uint8_t in_place_of() {
+  if constexpr (requires { OpDef<Id>::in_place; })
+    return OpDef<Id>::in_place;
+  else
+    return 0;
+}
+}  // namespace detail
+
+inline constexpr std::array<KernelFn, kOpCount> kReferenceKernels = {
+#define STAG_X(name) detail::reference_of<OpId::name>(),
+    STAG_OP_LIST(STAG_X)
+#undef STAG_X
+};
+inline constexpr std::array<CpuFactory, kOpCount> kCpuFactories = {
+#define STAG_X(name) detail::cpu_of<OpId::name>(),
+    STAG_OP_LIST(STAG_X)
+#undef STAG_X
+};
+inline constexpr std::array<std::uint8_t, kOpCount> kCpuStrided = {
+#define STAG_X(name) detail::cpu_strided_of<OpId::name>(),
+    STAG_OP_LIST(STAG_X)
+#undef STAG_X
+};
+inline constexpr std::array<std::uint8_t, kOpCount> kInPlace = {
+#define STAG_X(name) detail::in_place_of<OpId::name>(),
+    STAG_OP_LIST(STAG_X)
+#undef STAG_X
+};
+
+}  // namespace stag

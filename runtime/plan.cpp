@@ -1,0 +1,392 @@
+// Lowering a graph to a plan for one binding (see plan.hpp), and executing it.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <numeric>
+
+#include <tbb/flow_graph.h>
+#include <tbb/task_arena.h>
+
+#include <stag/runtime/kernel_tables.hpp>
+#include <stag/runtime/plan.hpp>
+
+namespace stag {
+
+namespace {
+
+// Runs an op's reference kernel inside a plan. Strided inputs (folded permutes) are copied
+// into contiguous scratch first, since reference kernels read row-major data.
+class ReferenceKernel final : public CpuKernel {
+ public:
+  ReferenceKernel(const CpuNode& n, KernelFn fn)
+      : g_(n.g), node_(n.node), out_(n.out), state_(n.state), fn_(fn) {
+    ins_ = n.in;
+    for (std::size_t k = 0; k < ins_.size(); ++k) {
+      if (ins_[k].contiguous()) continue;
+      TensorView dense = ins_[k];
+      dense.set_contiguous();
+      scratch_.emplace_back(dense.dtype,
+                            std::vector<std::int64_t>(dense.dims, dense.dims + dense.rank));
+      dense.data = scratch_.back().raw();
+      copies_.push_back({ins_[k], dense});
+      ins_[k] = dense;
+    }
+  }
+  void run() override {
+    for (const auto& [src, dst] : copies_) {
+      const std::size_t es = dtype_size(src.dtype);
+      const std::int64_t n = src.numel();
+      for (std::int64_t i = 0; i < n; ++i)
+        std::memcpy(static_cast<char*>(dst.data) + i * static_cast<std::int64_t>(es),
+                    static_cast<const char*>(src.data) +
+                        kernel::offset_of(src, i) * static_cast<std::int64_t>(es),
+                    es);
+    }
+    const KernelArgs a{g_, node_, ins_, out_, state_};
+    fn_(a);
+  }
+  std::string describe() const override {
+    return copies_.empty() ? "reference" : "reference (+strided copy)";
+  }
+
+ private:
+  const GraphView& g_;
+  int node_;
+  std::vector<TensorView> ins_;
+  TensorView out_;
+  const RunState& state_;
+  KernelFn fn_;
+  std::vector<Array> scratch_;
+  std::vector<std::pair<TensorView, TensorView>> copies_;
+};
+
+bool is_reshape_like(OpId op) {
+  return op == OpId::reshape || op == OpId::unsqueeze || op == OpId::squeeze;
+}
+
+TensorView view_of(DType t, const std::vector<std::int64_t>& dims) {
+  TensorView v;
+  v.dtype = t;
+  v.rank = static_cast<int>(dims.size());
+  for (int i = 0; i < v.rank; ++i) v.dims[i] = dims[static_cast<std::size_t>(i)];
+  v.set_contiguous();
+  return v;
+}
+
+struct UnionFind {
+  std::vector<int> parent;
+  int add() {
+    parent.push_back(static_cast<int>(parent.size()));
+    return parent.back();
+  }
+  int find(int x) {
+    while (parent[static_cast<std::size_t>(x)] != x)
+      x = parent[static_cast<std::size_t>(x)] =
+          parent[static_cast<std::size_t>(parent[static_cast<std::size_t>(x)])];
+    return x;
+  }
+};
+
+}  // namespace
+
+// The flow graph is created inside its task arena: a TBB graph runs its nodes in the arena it
+// was constructed in, which is what bounds the number of threads.
+struct Plan::Flow {
+  tbb::task_arena arena;
+  std::unique_ptr<tbb::flow::graph> graph;
+  std::unique_ptr<tbb::flow::broadcast_node<tbb::flow::continue_msg>> start;
+  std::vector<std::unique_ptr<tbb::flow::continue_node<tbb::flow::continue_msg>>> nodes;
+  explicit Flow(int threads) : arena(threads) {}
+};
+
+Plan::~Plan() {
+  std::free(arena_);
+}
+
+void Plan::execute(const PlanOptions& opts) {
+  if (opts.schedule == Schedule::parallel && flow_) {
+    flow_->arena.execute([&] {
+      flow_->start->try_put(tbb::flow::continue_msg());
+      try {
+        flow_->graph->wait_for_all();
+      } catch (...) {
+        flow_->graph->reset();
+        throw;
+      }
+    });
+    return;
+  }
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    nodes[static_cast<std::size_t>(order[i])].kernel->run();
+    if (opts.poison_freed)
+      for (int buf : poison_after_[i]) {
+        // NOTE: 0xFF bytes are NaN in f32/f64: any read of a dead buffer poisons results.
+        std::memset(arena_ + memory.offsets[static_cast<std::size_t>(buf)], 0xFF,
+                    static_cast<std::size_t>(buffers[static_cast<std::size_t>(buf)].req.bytes));
+      }
+  }
+}
+
+std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const NamedArrays& external,
+                                 CpuContext& ctx, const RunState& state, const PlanOptions& opts) {
+  auto plan = std::make_unique<Plan>();
+  plan->bindings = b;
+  const int N = g.size();
+  const auto idx = [](int i) { return static_cast<std::size_t>(i); };
+
+  // 1. Which nodes the step needs: kept values, side effects, and everything they read.
+  std::vector<char> needed(idx(N), 0), kept(idx(N), 0);
+  for (int k : opts.keep) needed[idx(k)] = kept[idx(k)] = 1;
+  for (int n = 0; n < N; ++n)
+    if (g.node(n).flags & kFlagOptimizer) needed[idx(n)] = 1;
+  for (int n = N - 1; n >= 0; --n)
+    if (needed[idx(n)])
+      for (int k = 0; k < g.node(n).nin; ++k) needed[idx(g.node(n).in[k])] = 1;
+
+  std::vector<std::vector<std::pair<int, int>>> consumers(idx(N));
+  for (int n = 0; n < N; ++n)
+    if (needed[idx(n)])
+      for (int k = 0; k < g.node(n).nin; ++k) consumers[idx(g.node(n).in[k])].emplace_back(n, k);
+
+  // 2. Kinds, shapes and views; arena buffers for inputs and computed values.
+  plan->nodes.resize(idx(N));
+  UnionFind uf;
+  std::vector<int> node_buf(idx(N), -1);  // pre-merge buffer id of each node's value
+  std::vector<int> buf_node;              // the node that first produced each buffer
+  for (int n = 0; n < N; ++n) {
+    NodePlan& p = plan->nodes[idx(n)];
+    if (!needed[idx(n)]) continue;
+    const Node& nd = g.node(n);
+    const OpId op = op_id(nd.op);
+    const std::vector<std::int64_t> dims = concrete_dims(g.shape(n), b);
+    p.view = view_of(nd.dtype, dims);
+    if (nd.flags & (kFlagParam | kFlagState)) {
+      const std::string name = g.name(n);
+      auto it = external.find(name);
+      if (it == external.end())
+        throw Error("stag: parameter '" + name + "' is missing from the parameter store");
+      if (it->second.dims() != dims || it->second.dtype() != nd.dtype)
+        throw Error("stag: parameter '" + name + "': expected " +
+                    std::string(dtype_name(nd.dtype)) + " " + dims_string(dims) + ", got " +
+                    it->second.describe());
+      p.kind = NodePlan::Kind::external;
+      p.view.data = const_cast<void*>(it->second.raw());
+      p.kernel_name = "parameter";
+      continue;
+    }
+    if (nd.flags & kFlagInput) {
+      p.kind = NodePlan::Kind::input;
+      node_buf[idx(n)] = uf.add();
+      buf_node.push_back(n);
+      p.kernel_name = "input";
+      continue;
+    }
+    const int in0 = nd.nin > 0 ? nd.in[0] : -1;
+    const NodePlan* src = in0 >= 0 ? &plan->nodes[idx(in0)] : nullptr;
+    bool alias = false;
+    if (is_reshape_like(op) && src->view.contiguous()) {
+      alias = true;  // same bytes, new dims
+    } else if (op == OpId::permute) {
+      alias = !consumers[idx(n)].empty();
+      for (const auto& [c, k] : consumers[idx(n)])
+        if (kept[idx(n)] || !(kCpuStrided[g.node(c).op.value] & (1u << k))) alias = false;
+      if (alias) {  // the consumer reads the input through permuted strides
+        const Attrs& a = g.attr(n);
+        for (int d = 0; d < p.view.rank; ++d) p.view.strides[d] = src->view.strides[a.i[d]];
+      }
+    }
+    if (alias) {
+      p.kind = NodePlan::Kind::alias;
+      node_buf[idx(n)] = node_buf[idx(in0)];
+      p.kernel_name = "view";
+      continue;
+    }
+    p.kind = NodePlan::Kind::compute;
+    node_buf[idx(n)] = uf.add();
+    buf_node.push_back(n);
+  }
+
+  // 3. Lifetimes (first write, last read) per pre-merge buffer.
+  const int nb = static_cast<int>(buf_node.size());
+  std::vector<int> last_read(idx(nb), -1);
+  std::vector<char> buf_kept(idx(nb), 0), buf_input(idx(nb), 0);
+  for (int n = 0; n < N; ++n) {
+    if (node_buf[idx(n)] < 0) continue;
+    const int bb = node_buf[idx(n)];
+    if (kept[idx(n)]) buf_kept[idx(bb)] = 1;
+    if (plan->nodes[idx(n)].kind == NodePlan::Kind::input) buf_input[idx(bb)] = 1;
+    for (const auto& [c, k] : consumers[idx(n)])
+      last_read[idx(bb)] = std::max(last_read[idx(bb)], c);
+  }
+
+  // 4. In place: an elementwise node may overwrite an input whose buffer dies at this node.
+  for (int n = 0; n < N; ++n) {
+    NodePlan& p = plan->nodes[idx(n)];
+    if (p.kind != NodePlan::Kind::compute) continue;
+    const Node& nd = g.node(n);
+    const std::uint8_t mask = kInPlace[nd.op.value];
+    for (int k = 0; k < nd.nin && mask; ++k) {
+      if (!(mask & (1u << k))) continue;
+      const int in = nd.in[k];
+      const int ib = node_buf[idx(in)];
+      if (ib < 0) continue;
+      const int root = uf.find(ib);
+      const NodePlan& ip = plan->nodes[idx(in)];
+      bool read_later = false;
+      for (int bb = 0; bb < nb; ++bb)
+        if (uf.find(bb) == root &&
+            (last_read[idx(bb)] > n || buf_kept[idx(bb)] || buf_input[idx(bb)]))
+          read_later = true;
+      if (read_later || !ip.view.contiguous() || ip.view.dtype != p.view.dtype ||
+          ip.view.numel() != p.view.numel())
+        continue;
+      uf.parent[idx(uf.find(node_buf[idx(n)]))] = root;
+      p.in_place = true;
+      break;
+    }
+  }
+
+  // 5. Final buffers: union of merged lifetimes; kept values live to the end.
+  std::vector<int> final_id(idx(nb), -1);
+  for (int bb = 0; bb < nb; ++bb) {
+    const int root = uf.find(bb);
+    if (final_id[idx(root)] < 0) {
+      final_id[idx(root)] = static_cast<int>(plan->buffers.size());
+      PlanBuffer pb;
+      pb.producer = buf_node[idx(root)];
+      pb.req = {plan->nodes[idx(buf_node[idx(root)])].view.numel() *
+                    static_cast<std::int64_t>(
+                        dtype_size(plan->nodes[idx(buf_node[idx(root)])].view.dtype)),
+                buf_node[idx(root)], buf_node[idx(root)]};
+      plan->buffers.push_back(pb);
+    }
+    PlanBuffer& pb = plan->buffers[idx(final_id[idx(root)])];
+    final_id[idx(bb)] = final_id[idx(root)];
+    pb.req.start = std::min(pb.req.start, buf_node[idx(bb)]);
+    pb.req.end = std::max({pb.req.end, last_read[idx(bb)], buf_node[idx(bb)]});
+    if (buf_kept[idx(bb)]) pb.req.end = N;
+  }
+  for (int n = 0; n < N; ++n)
+    if (node_buf[idx(n)] >= 0) plan->nodes[idx(n)].buffer = final_id[idx(node_buf[idx(n)])];
+
+  // 6. Place buffers, allocate the arena, and point every view into it.
+  std::vector<BufferReq> reqs;
+  for (const PlanBuffer& pb : plan->buffers) reqs.push_back(pb.req);
+  plan->memory = place_buffers(reqs);
+  const std::size_t arena_size =
+      static_cast<std::size_t>((std::max<std::int64_t>(plan->memory.peak, 64) + 63) / 64 * 64);
+  plan->arena_ = static_cast<std::byte*>(std::aligned_alloc(64, arena_size));
+  if (plan->arena_ == nullptr)
+    throw Error("stag: out of memory allocating a " + std::to_string(arena_size) + "-byte arena");
+  std::memset(plan->arena_, 0, arena_size);
+  for (int n = 0; n < N; ++n) {
+    NodePlan& p = plan->nodes[idx(n)];
+    if (p.kind == NodePlan::Kind::alias) {
+      p.view.data = plan->nodes[idx(g.node(n).in[0])].view.data;
+    } else if (p.buffer >= 0) {
+      p.view.data = plan->arena_ + plan->memory.offsets[idx(p.buffer)];
+    }
+  }
+
+  // 7. Dependencies: data (through views to the computing node) and memory reuse.
+  auto source = [&](int n) {
+    while (plan->nodes[idx(n)].kind == NodePlan::Kind::alias) n = g.node(n).in[0];
+    return n;
+  };
+  std::vector<std::vector<int>> users(plan->buffers.size());  // compute nodes touching each buffer
+  for (int n = 0; n < N; ++n) {
+    NodePlan& p = plan->nodes[idx(n)];
+    if (p.kind != NodePlan::Kind::compute) continue;
+    users[idx(p.buffer)].push_back(n);
+    for (int k = 0; k < g.node(n).nin; ++k) {
+      const int s = source(g.node(n).in[k]);
+      if (plan->nodes[idx(s)].kind == NodePlan::Kind::compute) p.deps.push_back(s);
+      if (plan->nodes[idx(s)].buffer >= 0) users[idx(plan->nodes[idx(s)].buffer)].push_back(n);
+    }
+  }
+  if (opts.schedule == Schedule::parallel) {
+    for (std::size_t x = 0; x < plan->buffers.size(); ++x)
+      for (std::size_t y = 0; y < plan->buffers.size(); ++y) {
+        const BufferReq &bx = plan->buffers[x].req, &by = plan->buffers[y].req;
+        if (!(by.end < bx.start)) continue;
+        const std::int64_t x0 = plan->memory.offsets[x],
+                           x1 = x0 + std::max<std::int64_t>(bx.bytes, 1);
+        const std::int64_t y0 = plan->memory.offsets[y],
+                           y1 = y0 + std::max<std::int64_t>(by.bytes, 1);
+        if (!(x0 < y1 && y0 < x1)) continue;
+        // Everything touching y's bytes finishes before x's first writer starts.
+        const int writer = plan->buffers[x].producer;
+        if (plan->nodes[idx(writer)].kind != NodePlan::Kind::compute) continue;
+        for (int u : users[y])
+          if (u != writer) plan->nodes[idx(writer)].deps.push_back(u);
+      }
+  }
+  for (NodePlan& p : plan->nodes) {
+    std::sort(p.deps.begin(), p.deps.end());
+    p.deps.erase(std::unique(p.deps.begin(), p.deps.end()), p.deps.end());
+  }
+
+  // 8. Kernels, made once per plan with final pointers.
+  for (int n = 0; n < N; ++n) {
+    NodePlan& p = plan->nodes[idx(n)];
+    if (p.kind != NodePlan::Kind::compute) continue;
+    const Node& nd = g.node(n);
+    CpuNode cn{g, n, {}, p.view, ctx, state};
+    for (int k = 0; k < nd.nin; ++k) cn.in.push_back(plan->nodes[idx(nd.in[k])].view);
+    if (const CpuFactory f = kCpuFactories[nd.op.value]) p.kernel = f(cn);
+    if (!p.kernel) {
+      const KernelFn ref = kReferenceKernels[nd.op.value];
+      if (ref == nullptr)
+        throw Error("stag: op '" + std::string(op_name(nd.op)) + "' (node " + g.name(n) +
+                    ") has no CPU kernel");
+      p.kernel = std::make_unique<ReferenceKernel>(cn, ref);
+    }
+    p.kernel_name = p.kernel->describe();
+    plan->order.push_back(n);
+  }
+
+  // 9. Debug poisoning lists and the TBB flow graph.
+  plan->poison_after_.assign(plan->order.size(), {});
+  std::vector<int> pos(idx(N), -1);
+  for (std::size_t i = 0; i < plan->order.size(); ++i)
+    pos[idx(plan->order[i])] = static_cast<int>(i);
+  for (std::size_t bi = 0; bi < plan->buffers.size(); ++bi) {
+    const BufferReq& r = plan->buffers[bi].req;
+    if (r.end >= N) continue;
+    int last = -1;
+    for (int u : users[bi]) last = std::max(last, pos[idx(u)]);
+    if (last >= 0) plan->poison_after_[idx(last)].push_back(static_cast<int>(bi));
+  }
+  if (opts.schedule == Schedule::parallel) {
+    auto flow = std::make_unique<Plan::Flow>(std::max(1, opts.threads));
+    Plan* raw = plan.get();
+    flow->arena.execute([&] {
+      flow->graph = std::make_unique<tbb::flow::graph>();
+      flow->start =
+          std::make_unique<tbb::flow::broadcast_node<tbb::flow::continue_msg>>(*flow->graph);
+      std::vector<tbb::flow::continue_node<tbb::flow::continue_msg>*> by_node(idx(N), nullptr);
+      for (int n : raw->order) {
+        flow->nodes.push_back(std::make_unique<tbb::flow::continue_node<tbb::flow::continue_msg>>(
+            *flow->graph, [raw, n](const tbb::flow::continue_msg&) {
+              raw->nodes[static_cast<std::size_t>(n)].kernel->run();
+            }));
+        by_node[idx(n)] = flow->nodes.back().get();
+      }
+      for (int n : raw->order) {
+        auto* node = by_node[idx(n)];
+        bool has_dep = false;
+        for (int d : raw->nodes[idx(n)].deps)
+          if (by_node[idx(d)]) {
+            tbb::flow::make_edge(*by_node[idx(d)], *node);
+            has_dep = true;
+          }
+        if (!has_dep) tbb::flow::make_edge(*flow->start, *node);
+      }
+    });
+    plan->flow_ = std::move(flow);
+  }
+  return plan;
+}
+
+}  // namespace stag

@@ -1,0 +1,77 @@
+// A plan: one graph lowered for one binding of its symbols. Lowering validates the inputs,
+// computes concrete shapes, decides which nodes are free views, plans memory (liveness over the
+// execution order, reuse, in-place updates), creates every kernel once (oneDNN primitives or own
+// kernels, the reference kernel as fallback), and builds the dependency DAG that TBB runs.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <stag/ops/cpu_kernel.hpp>
+#include <stag/runtime/bind.hpp>
+#include <stag/runtime/memory_plan.hpp>
+
+namespace stag {
+
+enum class Schedule : std::uint8_t {
+  sequential,  // nodes in topological order on the calling thread; oneDNN threads inside ops
+  parallel,    // a TBB flow graph runs every node whose inputs are ready
+};
+
+struct PlanOptions {
+  Schedule schedule = Schedule::sequential;
+  int threads = 1;            // TBB arena size for Schedule::parallel
+  bool poison_freed = false;  // debug: fill each buffer with NaN after its last use
+  std::vector<int> keep;      // nodes whose values must survive the step (outputs, result)
+};
+
+struct NodePlan {
+  enum class Kind : std::uint8_t { dead, input, external, alias, compute };
+  Kind kind = Kind::dead;
+  int buffer = -1;        // arena buffer holding the value (-1: external or dead)
+  bool in_place = false;  // writes over one of its inputs' buffer
+  TensorView view;        // dims, strides and final data pointer
+  std::unique_ptr<CpuKernel> kernel;
+  std::string kernel_name;  // "reference", "onednn ...", "own ...", "view"
+  std::vector<int> deps;    // compute nodes that must finish first (data and memory reuse)
+};
+
+struct PlanBuffer {
+  BufferReq req;
+  int producer = -1;
+};
+
+class Plan {
+ public:
+  Plan() = default;
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+  ~Plan();
+
+  Bindings bindings;
+  std::vector<NodePlan> nodes;
+  std::vector<PlanBuffer> buffers;
+  MemoryPlan memory;
+  std::vector<int> order;  // compute nodes in execution order
+  std::int64_t arena_bytes() const { return memory.peak; }
+
+  // Runs one step. Exceptions from kernels propagate (the plan stays usable).
+  void execute(const PlanOptions& opts);
+  std::byte* arena() const { return arena_; }
+
+ private:
+  friend std::unique_ptr<Plan> build_plan(const GraphView&, const Bindings&, const NamedArrays&,
+                                          CpuContext&, const RunState&, const PlanOptions&);
+  std::byte* arena_ = nullptr;
+  struct Flow;
+  std::unique_ptr<Flow> flow_;
+  std::vector<std::vector<int>> poison_after_;  // per order index: buffers to poison after it
+};
+
+// `external` holds parameters and optimizer state (and anything else that lives outside the
+// arena), by node name; their data pointers are baked into the kernels.
+std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const NamedArrays& external,
+                                 CpuContext& ctx, const RunState& state, const PlanOptions& opts);
+
+}  // namespace stag

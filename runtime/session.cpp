@@ -1,0 +1,147 @@
+// Session: parameter store, input binding, plan cache and step execution.
+#include <cstring>
+#include <sstream>
+#include <thread>
+
+#include <stag/ops/registry.hpp>
+#include <stag/runtime/params.hpp>
+#include <stag/runtime/session.hpp>
+
+namespace stag {
+
+Session::Session(const GraphView& g, SessionOptions opts) : g_(g), opts_(std::move(opts)) {
+  const int hw = static_cast<int>(std::thread::hardware_concurrency());
+  ctx_.threads = opts_.threads > 0 ? opts_.threads : (hw > 0 ? hw : 1);
+  plan_opts_.schedule = opts_.schedule;
+  plan_opts_.threads = ctx_.threads;
+  plan_opts_.poison_freed = opts_.poison_freed;
+  if (g_.result >= 0) plan_opts_.keep.push_back(g_.result);
+  for (const OutputEntry& o : g_.outputs) plan_opts_.keep.push_back(o.node);
+  for (const std::string& k : opts_.keep) {
+    const int n = g_.find(k);
+    if (n < 0) throw Error("stag::Session: keep: no node called '" + k + "'");
+    plan_opts_.keep.push_back(n);
+  }
+  state_.seed = opts_.seed;
+  num_params_ = g_.count_flag(kFlagParam);
+  // Parameters whose dims are all static (or given) can be created right away.
+  try {
+    params_ = make_params(g_, opts_.dims, opts_.seed);
+  } catch (const Error&) {
+    params_.clear();  // a symbolic dim: created at the first run instead
+  }
+}
+
+Session::~Session() = default;
+
+void Session::set_param(std::string_view name, const Array& value) {
+  auto it = params_.find(name);
+  if (it == params_.end())
+    throw Error("stag::Session: no parameter called '" + std::string(name) + "'");
+  if (it->second.dims() != value.dims())
+    throw Error("stag::Session: parameter '" + std::string(name) + "': expected " +
+                it->second.shape_string() + ", got " + value.shape_string());
+  const Array converted = value.to(it->second.dtype());
+  std::memcpy(it->second.raw(), converted.raw(), it->second.bytes());
+}
+
+void Session::set_params(const NamedArrays& values) {
+  for (const auto& [k, v] : values) set_param(k, v);
+}
+
+void Session::set_input(std::string_view name, Array value) {
+  inputs_[std::string(name)] = std::move(value);
+}
+void Session::set_inputs(const NamedArrays& values) {
+  for (const auto& [k, v] : values) inputs_[k] = v;
+}
+
+void Session::ensure_params(const Bindings& b) {
+  if (static_cast<int>(params_.size()) >= num_params_) return;
+  init_params(g_, b, params_, opts_.seed);
+}
+
+void Session::run(const StepOptions& step) {
+  Bindings b = bind_symbols(g_, inputs_, nullptr, opts_.dims);
+  ensure_params(b);
+  bind_symbols(g_, inputs_, &params_, opts_.dims);  // validates parameters too
+  auto it = plans_.find(b);
+  if (it == plans_.end())
+    it = plans_.emplace(b, build_plan(g_, b, params_, ctx_, state_, plan_opts_)).first;
+  current_ = it->second.get();
+  for (int n = 0; n < g_.size(); ++n) {
+    const NodePlan& p = current_->nodes[static_cast<std::size_t>(n)];
+    if (p.kind != NodePlan::Kind::input) continue;
+    const Array& a = inputs_.find(g_.name(n))->second;
+    std::memcpy(p.view.data, a.raw(), a.bytes());
+  }
+  state_.training = step.training;
+  state_.step = step.step;
+  current_->execute(plan_opts_);
+}
+
+const Plan& Session::plan() const {
+  if (current_ == nullptr) throw Error("stag::Session: no step has run yet");
+  return *current_;
+}
+
+int Session::resolve(std::string_view name) const {
+  int n = g_.output(name);
+  if (n < 0) n = g_.find(name);
+  if (n < 0) throw Error("stag::Session: no output or node called '" + std::string(name) + "'");
+  check_readable(n, name);
+  return n;
+}
+
+void Session::check_readable(int n, std::string_view name) const {
+  if (current_ == nullptr) throw Error("stag::Session: no step has run yet");
+  if (n < 0 || n >= g_.size()) throw Error("stag::Session: node index out of range");
+  const NodePlan& p = current_->nodes[static_cast<std::size_t>(n)];
+  bool kept = false;
+  for (int k : plan_opts_.keep) kept = kept || k == n;
+  if (!kept && p.kind != NodePlan::Kind::external && p.kind != NodePlan::Kind::input)
+    throw Error("stag::Session: '" + std::string(name) +
+                "' is not kept after a run; name it in SessionOptions::keep");
+}
+
+TensorView Session::view(std::string_view name) const {
+  return current_->nodes[static_cast<std::size_t>(resolve(name))].view;
+}
+
+Array Session::get(std::string_view name) const {
+  return get(resolve(name));
+}
+
+Array Session::get(int node) const {
+  check_readable(node, g_.name(node));
+  const TensorView v = current_->nodes[static_cast<std::size_t>(node)].view;
+  Array out(v.dtype, std::vector<std::int64_t>(v.dims, v.dims + v.rank));
+  const std::size_t es = dtype_size(v.dtype);
+  if (v.contiguous()) {
+    std::memcpy(out.raw(), v.data, out.bytes());
+  } else {
+    for (std::int64_t i = 0; i < v.numel(); ++i)
+      std::memcpy(static_cast<char*>(out.raw()) + i * static_cast<std::int64_t>(es),
+                  static_cast<const char*>(v.data) +
+                      kernel::offset_of(v, i) * static_cast<std::int64_t>(es),
+                  es);
+  }
+  return out;
+}
+
+double Session::result() const {
+  if (g_.result < 0) throw Error("stag::Session: the graph has no result");
+  return kernel::load(plan().nodes[static_cast<std::size_t>(g_.result)].view, 0);
+}
+
+std::string Session::describe_kernels() const {
+  std::ostringstream s;
+  for (int n : plan().order) {
+    const NodePlan& p = plan().nodes[static_cast<std::size_t>(n)];
+    s << g_.name(n) << "  " << op_name(g_.node(n).op) << "  " << p.kernel_name
+      << (p.in_place ? "  (in place)" : "") << "\n";
+  }
+  return s.str();
+}
+
+}  // namespace stag

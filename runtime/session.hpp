@@ -1,0 +1,83 @@
+// stag::Session runs a compile-time graph (inference or training) on the CPU: it owns the
+// parameters, binds named inputs, lowers the graph once per binding of its symbolic dims (a
+// binding seen before reuses its plan) and executes it with oneDNN primitives and own kernels.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <stag/runtime/plan.hpp>
+
+namespace stag {
+
+struct SessionOptions {
+  int threads = 0;  // 0: every core the process may use
+  Schedule schedule = Schedule::sequential;
+  bool poison_freed = false;      // debug: NaN-fill buffers after their last use
+  std::uint64_t seed = 0;         // parameter initialisation and dropout
+  std::vector<std::string> keep;  // intermediate nodes to keep readable after a run
+  std::map<std::string, std::int64_t, std::less<>> dims;  // symbols no input determines
+};
+
+struct StepOptions {
+  bool training = false;   // dropout active
+  std::uint64_t step = 0;  // dropout's counter (give each training step its own)
+};
+
+class Session {
+ public:
+  explicit Session(const GraphView& g, SessionOptions opts = {});
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const GraphView& graph() const { return g_; }
+
+  // Parameters (and optimizer state) by name. They are created from the graph's initialisers
+  // as soon as their dims are known (at construction, or at the first run for symbolic ones).
+  const NamedArrays& params() const { return params_; }
+  bool has_params() const { return !params_.empty() || num_params_ == 0; }
+  // Copies `value` into the parameter (shapes must match); pointers held by plans stay valid.
+  void set_param(std::string_view name, const Array& value);
+  void set_params(const NamedArrays& values);
+
+  // Inputs are validated (dtype, rank, dims, symbols) when the step runs.
+  void set_input(std::string_view name, Array value);
+  void set_inputs(const NamedArrays& values);
+
+  void run(const StepOptions& step = {});
+
+  // A copy of the value of an output (`grad/<param>` for gradients), the result, or a node
+  // named in SessionOptions::keep, from the last run.
+  Array get(std::string_view name) const;
+  Array get(int node) const;  // by node index (an output, the result or a kept node)
+  double result() const;
+  // Zero-copy access; valid until the next run.
+  TensorView view(std::string_view name) const;
+
+  // The plan of the last run (kernels, memory).
+  const Plan& plan() const;
+  std::size_t num_plans() const { return plans_.size(); }
+  // One line per executed node: name, op, kernel.
+  std::string describe_kernels() const;
+
+ private:
+  int resolve(std::string_view name) const;
+  void check_readable(int n, std::string_view name) const;
+  void ensure_params(const Bindings& b);
+
+  GraphView g_;
+  SessionOptions opts_;
+  PlanOptions plan_opts_;
+  CpuContext ctx_;
+  RunState state_;
+  NamedArrays params_;
+  NamedArrays inputs_;
+  int num_params_ = 0;
+  std::map<Bindings, std::unique_ptr<Plan>> plans_;
+  Plan* current_ = nullptr;
+};
+
+}  // namespace stag
