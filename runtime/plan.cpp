@@ -221,11 +221,12 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
   }
 
   // 4. In place: an elementwise node may overwrite an input whose buffer dies at this node.
+  std::vector<std::pair<int, int>> in_place_over;  // (node, pre-merge buffer it overwrites)
   for (int n = 0; n < N; ++n) {
     NodePlan& p = plan->nodes[idx(n)];
     if (p.kind != NodePlan::Kind::compute) continue;
     const Node& nd = g.node(n);
-    const std::uint8_t mask = kInPlace[nd.op.value];
+    const std::uint8_t mask = opts.in_place ? kInPlace[nd.op.value] : 0;
     for (int k = 0; k < nd.nin && mask; ++k) {
       if (!(mask & (1u << k))) continue;
       const int in = nd.in[k];
@@ -243,6 +244,7 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
         continue;
       uf.parent[idx(uf.find(node_buf[idx(n)]))] = root;
       p.in_place = true;
+      in_place_over.emplace_back(n, ib);
       break;
     }
   }
@@ -306,6 +308,13 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
     }
   }
   if (opts.schedule == Schedule::parallel) {
+    // An in-place node runs after every other reader of the value it overwrites.
+    for (const auto& [n, ib] : in_place_over)
+      for (int v = 0; v < N; ++v)
+        if (node_buf[idx(v)] == ib)
+          for (const auto& [c, k] : consumers[idx(v)])
+            if (c != n && plan->nodes[idx(c)].kind == NodePlan::Kind::compute)
+              plan->nodes[idx(n)].deps.push_back(c);
     for (std::size_t x = 0; x < plan->buffers.size(); ++x)
       for (std::size_t y = 0; y < plan->buffers.size(); ++y) {
         const BufferReq &bx = plan->buffers[x].req, &by = plan->buffers[y].req;

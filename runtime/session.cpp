@@ -22,6 +22,8 @@ Session::Session(const GraphView& g, SessionOptions opts) : g_(g), opts_(std::mo
     if (n < 0) throw Error("stag::Session: keep: no node called '" + k + "'");
     plan_opts_.keep.push_back(n);
   }
+  if (opts_.keep_all)
+    for (int n = 0; n < g_.size(); ++n) plan_opts_.keep.push_back(n);
   state_.seed = opts_.seed;
   num_params_ = g_.count_flag(kFlagParam);
   // Parameters whose dims are all static (or given) can be created right away.

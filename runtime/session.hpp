@@ -18,6 +18,7 @@ struct SessionOptions {
   bool poison_freed = false;      // debug: NaN-fill buffers after their last use
   std::uint64_t seed = 0;         // parameter initialisation and dropout
   std::vector<std::string> keep;  // intermediate nodes to keep readable after a run
+  bool keep_all = false;          // debug: keep every node readable (no memory reuse)
   std::map<std::string, std::int64_t, std::less<>> dims;  // symbols no input determines
 };
 

@@ -17,17 +17,21 @@ constexpr ShapeResult arith(const ShapeV& a, DType ta, const ShapeV& b, DType tb
 }
 }  // namespace rules
 
-#define STAG_BINARY_OPDEF(id, label)                  \
-  template <>                                         \
-  struct OpDef<OpId::id> {                            \
-    static constexpr OpInfo info{#id, label, 2};      \
-    static constexpr void vjp(VjpCtx&);               \
-    static void reference(const KernelArgs&);         \
+// in_place: the output may overwrite an operand of the output's shape (either operand of the
+// commutative ops, the first of sub and div).
+#define STAG_BINARY_OPDEF(id, label, inplace)                \
+  template <>                                                \
+  struct OpDef<OpId::id> {                                   \
+    static constexpr OpInfo info{#id, label, 2};             \
+    static constexpr void vjp(VjpCtx&);                      \
+    static void reference(const KernelArgs&);                \
+    static std::unique_ptr<CpuKernel> cpu(const CpuNode&);   \
+    static constexpr std::uint8_t in_place = inplace;        \
   };
-STAG_BINARY_OPDEF(add, "+")
-STAG_BINARY_OPDEF(sub, "-")
-STAG_BINARY_OPDEF(mul, "×")
-STAG_BINARY_OPDEF(div, "÷")
+STAG_BINARY_OPDEF(add, "+", 0b11)
+STAG_BINARY_OPDEF(sub, "-", 0b01)
+STAG_BINARY_OPDEF(mul, "×", 0b11)
+STAG_BINARY_OPDEF(div, "÷", 0b01)
 #undef STAG_BINARY_OPDEF
 
 #define STAG_BINARY_FN(fn, id)                                                                   \

@@ -17,12 +17,14 @@ constexpr ShapeResult unary(const ShapeV& x, DType t, bool ints_ok) {
 }
 }  // namespace rules
 
-#define STAG_UNARY_OPDEF(id, label)              \
-  template <>                                    \
-  struct OpDef<OpId::id> {                       \
-    static constexpr OpInfo info{#id, label, 1}; \
-    static constexpr void vjp(VjpCtx&);          \
-    static void reference(const KernelArgs&);    \
+#define STAG_UNARY_OPDEF(id, label)                         \
+  template <>                                               \
+  struct OpDef<OpId::id> {                                  \
+    static constexpr OpInfo info{#id, label, 1};            \
+    static constexpr void vjp(VjpCtx&);                     \
+    static void reference(const KernelArgs&);               \
+    static std::unique_ptr<CpuKernel> cpu(const CpuNode&);  \
+    static constexpr std::uint8_t in_place = 0b1;           \
   };
 STAG_UNARY_OPDEF(neg, "−")
 STAG_UNARY_OPDEF(exp, "exp")
@@ -45,6 +47,8 @@ template <>
 struct OpDef<OpId::unary_backward> {
   static constexpr OpInfo info{"unary_backward", "d", 3};
   static void reference(const KernelArgs&);
+  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  static constexpr std::uint8_t in_place = 0b100;  // dx may overwrite g
 };
 
 constexpr Ref unary(OpId id, std::string_view name, Ref x, bool ints_ok = false, double f0 = 0) {
