@@ -23,6 +23,7 @@ struct PlanOptions {
   Schedule schedule = Schedule::sequential;
   int threads = 1;            // TBB arena size for Schedule::parallel
   bool poison_freed = false;  // debug: fill each buffer with NaN after its last use
+  bool in_place = true;       // let elementwise nodes overwrite inputs that die with them
   std::vector<int> keep;      // nodes whose values must survive the step (outputs, result)
 };
 
