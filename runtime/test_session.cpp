@@ -103,3 +103,17 @@ TEST_CASE("results do not depend on the schedule", "[session]") {
 }
 
 }  // namespace
+
+namespace {
+TEST_CASE("kernel choices are printable", "[session]") {
+  Session s(train, {.threads = 2});
+  s.set_inputs(inputs(2, 6, 3));
+  s.run();
+  const std::string k = s.describe_kernels();
+  CHECK(k.find("onednn matmul") != std::string::npos);
+  CHECK(k.find("own masked softmax") != std::string::npos);
+  CHECK(k.find("onednn softmax backward") != std::string::npos);
+  CHECK(k.find("onednn eltwise") != std::string::npos);
+  CHECK(k.find("onednn binary") != std::string::npos);
+}
+}  // namespace

@@ -12,6 +12,7 @@ struct OpDef<OpId::expand> {
   static constexpr OpInfo info{"expand", "expand", 1};
   static constexpr void vjp(VjpCtx&);
   static void reference(const KernelArgs&);
+  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
 };
 
 constexpr Ref expand(Ref x, const ShapeV& target) {
