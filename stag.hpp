@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stag/autodiff/autodiff.hpp>
+#include <stag/autodiff/optimizer.hpp>
 #include <stag/graph/builder.hpp>
 #include <stag/graph/shape.hpp>
 #include <stag/graph/tensor.hpp>

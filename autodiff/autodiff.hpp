@@ -23,8 +23,10 @@ constexpr void missing_vjp(VjpCtx&) {
 
 inline constexpr std::array<VjpFn, kOpCount> kVjpOrMissing = [] {
   std::array<VjpFn, kOpCount> t{};
-#define STAG_X(name) \
-  t[static_cast<int>(OpId::name)] = kOpVjps[static_cast<int>(OpId::name)] ? kOpVjps[static_cast<int>(OpId::name)] : &missing_vjp<OpId::name>;
+#define STAG_X(name)                                                            \
+  t[static_cast<int>(OpId::name)] = kOpVjps[static_cast<int>(OpId::name)]       \
+                                        ? kOpVjps[static_cast<int>(OpId::name)] \
+                                        : &missing_vjp<OpId::name>;
   STAG_OP_LIST(STAG_X)
 #undef STAG_X
   return t;
@@ -65,7 +67,8 @@ constexpr int append_backward(Builder& b, std::span<const std::string_view> wrt_
     if (nd.flags & kFlagInput) {
       for (std::string_view w : wrt_inputs)
         if (fv.name_equals(n, w)) {
-          if (!is_float(nd.dtype)) throw GraphError("stag::grad: a wrt input is not floating point");
+          if (!is_float(nd.dtype))
+            throw GraphError("stag::grad: a wrt input is not floating point");
           wants[static_cast<std::size_t>(n)] = true;
         }
       continue;
@@ -95,10 +98,12 @@ constexpr int append_backward(Builder& b, std::span<const std::string_view> wrt_
     const OpInfo& info = op_info(nd.op);
     for (int k = 0; k < nd.nin; ++k) {
       const int in = nd.in[k];
-      if ((info.no_grad & (1u << k)) || !wants[static_cast<std::size_t>(in)] || !c.grads[k].valid()) continue;
+      if ((info.no_grad & (1u << k)) || !wants[static_cast<std::size_t>(in)] || !c.grads[k].valid())
+        continue;
       const Ref gk = c.grads[k];
       if (!(gk.shape() == b.shape(in)))
-        throw GraphError("stag::grad: a VJP produced a gradient whose shape differs from its input's");
+        throw GraphError(
+            "stag::grad: a VJP produced a gradient whose shape differs from its input's");
       b.stamp_grad_of = in;
       b.current_scope = b.node(in).scope;
       int& acc = grad[static_cast<std::size_t>(in)];
@@ -119,7 +124,8 @@ constexpr int append_backward(Builder& b, std::span<const std::string_view> wrt_
     // The gradient takes its parameter's name (`grad/enc.0.attn.w_q`), unless it already
     // belongs to another parameter (two parameters whose gradients are the same node).
     Node& gnode = b.nodes[static_cast<std::size_t>(g)];
-    const bool claimed = gnode.grad_of >= 0 && (b.node(gnode.grad_of).flags & (kFlagParam | kFlagInput));
+    const bool claimed =
+        gnode.grad_of >= 0 && (b.node(gnode.grad_of).flags & (kFlagParam | kFlagInput));
     if ((gnode.flags & kFlagBackward) && !claimed) {
       gnode.grad_of = n;
       gnode.scope = nd.scope;
@@ -142,7 +148,9 @@ constexpr void prune(Builder& b) {
   for (const OutputEntry& o : b.outputs) live[static_cast<std::size_t>(o.node)] = true;
   for (int i = n - 1; i >= 0; --i) {
     const Node& nd = b.node(i);
-    if (nd.flags & (kFlagInput | kFlagParam)) live[static_cast<std::size_t>(i)] = true;
+    // Inputs and parameters stay (binding is unchanged); optimizer nodes have side effects.
+    if (nd.flags & (kFlagInput | kFlagParam | kFlagState | kFlagOptimizer))
+      live[static_cast<std::size_t>(i)] = true;
     if (!live[static_cast<std::size_t>(i)]) continue;
     for (int k = 0; k < nd.nin; ++k) live[static_cast<std::size_t>(nd.in[k])] = true;
   }

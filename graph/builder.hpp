@@ -89,7 +89,7 @@ class Builder {
   // Appends a node. The shape comes from the op's rule (ops/), the builder only stores it.
   constexpr int add(OpCode op, std::span<const int> in, const ShapeV& shape, DType dtype,
                     const Attrs* a = nullptr, std::string_view leaf = {}, std::uint8_t flags = 0) {
-    if (in.size() > kMaxInputs) throw GraphError("stag: a node has at most 6 inputs");
+    if (in.size() > kMaxInputs) throw GraphError("stag: a node has at most 8 inputs");
     Node n;
     n.op = op;
     n.dtype = dtype;

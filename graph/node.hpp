@@ -17,9 +17,9 @@ struct OpCode {
   friend constexpr bool operator==(OpCode, OpCode) = default;
 };
 
-inline constexpr int kMaxInputs = 6;
+inline constexpr int kMaxInputs = 8;
 inline constexpr int kMaxIntAttrs = 8;
-inline constexpr int kMaxFloatAttrs = 3;
+inline constexpr int kMaxFloatAttrs = 4;
 
 // Per-op attributes; each op documents what its slots mean (axes, flags, eps, p, ...).
 struct Attrs {
@@ -40,7 +40,7 @@ struct Node {
   DType dtype = DType::f32;
   std::uint8_t nin = 0;
   std::uint8_t flags = 0;
-  std::int32_t in[kMaxInputs] = {-1, -1, -1, -1, -1, -1};
+  std::int32_t in[kMaxInputs] = {-1, -1, -1, -1, -1, -1, -1, -1};
   std::int32_t shape = 0;     // index into the graph's shape table
   std::int32_t attr = -1;     // index into the graph's attribute table, -1 when none
   std::int32_t scope = 0;     // index into the scope table; 0 is the root

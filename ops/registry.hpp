@@ -24,6 +24,7 @@
 #include <stag/ops/matmul/matmul.hpp>
 #include <stag/ops/mse_loss/mse_loss.hpp>
 #include <stag/ops/numel/numel.hpp>
+#include <stag/ops/optim/optim.hpp>
 #include <stag/ops/parameter/parameter.hpp>
 #include <stag/ops/permute/permute.hpp>
 #include <stag/ops/positions/positions.hpp>

@@ -183,7 +183,7 @@ Bindings bind_symbols(const GraphView& g, const NamedArrays& inputs, const Named
           throw Error("stag: input '" + name + "' was not given (expected " +
                       std::string(dtype_name(node.dtype)) + " " + shape_text(g, g.shape(n)) + ")");
         binder.check(n, "input '" + name + "'", it->second, pass);
-      } else if ((node.flags & kFlagParam) && params != nullptr) {
+      } else if ((node.flags & (kFlagParam | kFlagState)) && params != nullptr) {
         const std::string name = g.name(n);
         auto it = params->find(name);
         if (it == params->end())

@@ -44,7 +44,21 @@ constexpr std::uint8_t in_place_of() {
   else
     return 0;
 }
+// Bit k: the op writes input k in place (optimizer updates of parameters and their state).
+template <OpId Id>
+constexpr std::uint8_t writes_of() {
+  if constexpr (requires { OpDef<Id>::writes; })
+    return OpDef<Id>::writes;
+  else
+    return 0;
+}
 }  // namespace detail
+
+inline constexpr std::array<std::uint8_t, kOpCount> kWrites = {
+#define STAG_X(name) detail::writes_of<OpId::name>(),
+    STAG_OP_LIST(STAG_X)
+#undef STAG_X
+};
 
 inline constexpr std::array<KernelFn, kOpCount> kReferenceKernels = {
 #define STAG_X(name) detail::reference_of<OpId::name>(),

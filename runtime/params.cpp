@@ -10,7 +10,7 @@ namespace stag {
 void init_params(const GraphView& g, const Bindings& b, NamedArrays& store, std::uint64_t seed,
                  DType float_type) {
   for (int n = 0; n < g.size(); ++n) {
-    if (!(g.node(n).flags & kFlagParam)) continue;
+    if (!(g.node(n).flags & (kFlagParam | kFlagState))) continue;  // parameters and optimizer state
     const std::string name = g.name(n);
     if (store.count(name)) continue;
     const std::vector<std::int64_t> dims = concrete_dims(g.shape(n), b);
@@ -66,7 +66,7 @@ NamedArrays make_params(const GraphView& g,
     for (const SymEntry& s : g.syms)
       if (s.name == name) b.set(s.id, v);
   for (int n = 0; n < g.size(); ++n) {
-    if (!(g.node(n).flags & kFlagParam)) continue;
+    if (!(g.node(n).flags & (kFlagParam | kFlagState))) continue;
     const ShapeV& s = g.shape(n);
     for (int i = 0; i < s.rank; ++i)
       for (int k = 0; k < s.dims[i].nsym; ++k)

@@ -268,6 +268,7 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
     pb.req.start = std::min(pb.req.start, buf_node[idx(bb)]);
     pb.req.end = std::max({pb.req.end, last_read[idx(bb)], buf_node[idx(bb)]});
     if (buf_kept[idx(bb)]) pb.req.end = N;
+    if (buf_input[idx(bb)]) pb.req.start = -1;  // inputs are copied in before the first node runs
   }
   for (int n = 0; n < N; ++n)
     if (node_buf[idx(n)] >= 0) plan->nodes[idx(n)].buffer = final_id[idx(node_buf[idx(n)])];
@@ -305,6 +306,20 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
       const int s = source(g.node(n).in[k]);
       if (plan->nodes[idx(s)].kind == NodePlan::Kind::compute) p.deps.push_back(s);
       if (plan->nodes[idx(s)].buffer >= 0) users[idx(plan->nodes[idx(s)].buffer)].push_back(n);
+    }
+  }
+  // A node that writes an input in place (optimizer updates) runs after its other readers.
+  for (int n = 0; n < N; ++n) {
+    NodePlan& p = plan->nodes[idx(n)];
+    const std::uint8_t w = p.kind == NodePlan::Kind::compute ? kWrites[g.node(n).op.value] : 0;
+    for (int k = 0; k < g.node(n).nin && w; ++k) {
+      if (!(w & (1u << k))) continue;
+      const int target = source(g.node(n).in[k]);
+      for (int v = 0; v < N; ++v) {
+        if (source(v) != target || plan->nodes[idx(v)].kind == NodePlan::Kind::dead) continue;
+        for (const auto& [c, kk] : consumers[idx(v)])
+          if (c != n && plan->nodes[idx(c)].kind == NodePlan::Kind::compute) p.deps.push_back(c);
+      }
     }
   }
   if (opts.schedule == Schedule::parallel) {

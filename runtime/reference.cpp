@@ -33,7 +33,7 @@ Evaluation evaluate_reference(const GraphView& g, const NamedArrays& inputs,
       out = inputs.find(g.name(n))->second.to(t);
       continue;
     }
-    if (node.flags & kFlagParam) {
+    if (node.flags & (kFlagParam | kFlagState)) {
       out = params.find(g.name(n))->second.to(t);
       continue;
     }

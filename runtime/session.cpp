@@ -15,6 +15,7 @@ Session::Session(const GraphView& g, SessionOptions opts) : g_(g), opts_(std::mo
   plan_opts_.schedule = opts_.schedule;
   plan_opts_.threads = ctx_.threads;
   plan_opts_.poison_freed = opts_.poison_freed;
+  plan_opts_.in_place = opts_.in_place;
   if (g_.result >= 0) plan_opts_.keep.push_back(g_.result);
   for (const OutputEntry& o : g_.outputs) plan_opts_.keep.push_back(o.node);
   for (const std::string& k : opts_.keep) {
@@ -25,7 +26,7 @@ Session::Session(const GraphView& g, SessionOptions opts) : g_(g), opts_(std::mo
   if (opts_.keep_all)
     for (int n = 0; n < g_.size(); ++n) plan_opts_.keep.push_back(n);
   state_.seed = opts_.seed;
-  num_params_ = g_.count_flag(kFlagParam);
+  num_params_ = g_.count_flag(kFlagParam | kFlagState);
   // Parameters whose dims are all static (or given) can be created right away.
   try {
     params_ = make_params(g_, opts_.dims, opts_.seed);

@@ -16,6 +16,7 @@ struct SessionOptions {
   int threads = 0;  // 0: every core the process may use
   Schedule schedule = Schedule::sequential;
   bool poison_freed = false;      // debug: NaN-fill buffers after their last use
+  bool in_place = true;           // let elementwise nodes overwrite inputs that die with them
   std::uint64_t seed = 0;         // parameter initialisation and dropout
   std::vector<std::string> keep;  // intermediate nodes to keep readable after a run
   bool keep_all = false;          // debug: keep every node readable (no memory reuse)

@@ -1,0 +1,116 @@
+// Training graphs with the optimizer inside: forward, backward, gradient clipping by global
+// norm, and one update node per parameter, all one compile-time graph that the runtime plans
+// and runs as a single step. The learning rate and the step number are inputs ("lr", "step"),
+// so schedules need no re-planning.
+//   constexpr auto step = stag::train<model, stag::AdamW{.weight_decay = 0.01}>();
+// Outputs: the loss (result), `grad/<param>` per parameter, and "grad_norm" (before clipping).
+#pragma once
+
+#include <stag/autodiff/autodiff.hpp>
+#include <stag/ops/optim/optim.hpp>
+
+namespace stag {
+
+struct Sgd {
+  double momentum = 0.9;
+  double weight_decay = 0.0;  // L2, added to the gradient
+  bool nesterov = false;
+  double clip_norm = 0.0;  // clip gradients to this global norm; 0: off
+};
+
+struct Adam {
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double weight_decay = 0.0;  // L2, added to the gradient
+  double clip_norm = 0.0;
+};
+
+struct AdamW {
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double weight_decay = 0.01;  // decoupled: p -= lr * wd * p
+  double clip_norm = 0.0;
+};
+
+namespace detail {
+
+// Optimizer state for parameter p: a zero-initialised tensor of p's shape named
+// `<p's name>.<word>`, held with the parameters (kFlagState).
+constexpr Ref state_like(Builder& b, int p, std::string_view word) {
+  const Node pn = b.node(p);
+  const Attrs zeros = param_attrs(kZeros);
+  const std::int32_t scope = b.child_scope(pn.scope, pn.leaf, -1);
+  const int id = b.add(code(OpId::parameter), {}, b.shape(p), pn.dtype, &zeros, word, kFlagState);
+  b.nodes[static_cast<std::size_t>(id)].scope = scope;
+  return Ref{&b, id};
+}
+
+template <class Opt>
+constexpr void append_optimizer(Builder& b, const Opt& opt) {
+  // Inputs of the step.
+  constexpr bool adam = !std::is_same_v<Opt, Sgd>;
+  const int lr = b.add(code(OpId::input), {}, ShapeV{}, DType::f32, nullptr, "lr", kFlagInput);
+  const int step =
+      adam ? b.add(code(OpId::input), {}, ShapeV{}, DType::f32, nullptr, "step", kFlagInput) : -1;
+  std::vector<std::pair<int, int>> pg;  // (parameter, gradient)
+  for (const OutputEntry& o : b.outputs)
+    if (o.grad_of >= 0 && (b.node(o.grad_of).flags & kFlagParam))
+      pg.emplace_back(o.grad_of, o.node);
+  b.stamp_flags = kFlagOptimizer;
+  // Global gradient norm; NaN or inf anywhere makes gscale non-finite and skips every update.
+  Ref total{};
+  for (const auto& [p, g] : pg) {
+    const Ref gr{&b, g};
+    const std::uint32_t all = (1u << gr.rank()) - 1u;
+    const Ref sq = gr.rank() ? sum(gr * gr, all, false) : gr * gr;
+    total = total.valid() ? total + sq : sq;
+  }
+  if (!total.valid()) return;  // no parameters
+  const Ref norm = sqrt(total);
+  b.add_output(norm.id, "grad_norm");
+  Ref gscale;
+  if (opt.clip_norm > 0) {
+    const Ref clip = scalar(b, opt.clip_norm);
+    gscale = clip / (clip + relu(norm - clip));
+  } else {
+    gscale = norm * 0.0 + 1.0;  // 1, or NaN when the norm is not finite
+  }
+  for (const auto& [p, g] : pg) {
+    const bool decay = b.attr(p).i[1] != 0;
+    const Ref pr{&b, p}, gr{&b, g};
+    b.current_scope = b.node(p).scope;
+    if constexpr (std::is_same_v<Opt, Sgd>) {
+      const Ref buf = state_like(b, p, "momentum");
+      sgd_update(pr, gr, buf, Ref{&b, lr}, gscale, opt.momentum, decay ? opt.weight_decay : 0.0,
+                 opt.nesterov);
+    } else {
+      constexpr bool decoupled = std::is_same_v<Opt, AdamW>;
+      const Ref m = state_like(b, p, "adam_m"), v = state_like(b, p, "adam_v");
+      adam_update(pr, gr, m, v, Ref{&b, lr}, Ref{&b, step}, gscale, opt.beta1, opt.beta2, opt.eps,
+                  decay ? opt.weight_decay : 0.0, decoupled);
+    }
+  }
+  b.current_scope = 0;
+  b.stamp_flags = 0;
+}
+
+template <const auto& G, auto Opt>
+constexpr Builder build_train() {
+  Builder b = builder_from(G.view());
+  append_backward(b);
+  append_optimizer(b, Opt);
+  prune(b);
+  return b;
+}
+
+}  // namespace detail
+
+// One training step of model G (whose result is the loss) with optimizer Opt (Sgd, Adam, AdamW).
+template <const auto& G, auto Opt>
+consteval auto train() {
+  using O = std::remove_cvref_t<decltype(Opt)>;
+  static_assert(std::is_same_v<O, Sgd> || std::is_same_v<O, Adam> || std::is_same_v<O, AdamW>,
+                "stag::train: the optimizer must be stag::Sgd, stag::Adam or stag::AdamW");
+  constexpr GraphSizes z = detail::build_train<G, Opt>().sizes();
+  return detail::build_train<G, Opt>().template freeze<z>();
+}
+
+}  // namespace stag

@@ -1,0 +1,91 @@
+// CPU kernels of the optimizer updates: the same formulas as the reference (update.hpp),
+// parallel over elements with OpenMP (deterministic: every element is independent).
+#include <algorithm>
+#include <cmath>
+
+#include <stag/ops/cpu_kernel.hpp>
+#include <stag/ops/optim/optim.hpp>
+#include <stag/ops/optim/update.hpp>
+
+namespace stag {
+namespace {
+
+class SgdKernel final : public CpuKernel {
+ public:
+  explicit SgdKernel(const CpuNode& n) : in_(n.in), out_(n.out), at_(n.attr()) {}
+  void run() override {
+    *out_.as<float>() = 0.f;
+    const float gscale = *in_[4].as<const float>();
+    if (!std::isfinite(gscale)) return;  // NOTE: non-finite loss or gradients: skip the update
+    const float lr = *in_[3].as<const float>();
+    float* p = in_[0].as<float>();
+    const float* g = in_[1].as<const float>();
+    float* buf = in_[2].as<float>();
+    const float momentum = static_cast<float>(at_.f[0]), wd = static_cast<float>(at_.f[1]);
+    const bool nesterov = at_.i[0] != 0;
+    const std::int64_t n = in_[0].numel();
+#pragma omp parallel for simd schedule(static)
+    for (std::int64_t i = 0; i < n; ++i)
+      optim::sgd_step<float>(p[i], g[i] * gscale, buf[i], lr, momentum, wd, nesterov);
+  }
+  std::string describe() const override {
+    return "own sgd update";
+  }
+
+ private:
+  std::vector<TensorView> in_;
+  TensorView out_;
+  Attrs at_;
+};
+
+class AdamKernel final : public CpuKernel {
+ public:
+  explicit AdamKernel(const CpuNode& n) : in_(n.in), out_(n.out), at_(n.attr()) {}
+  void run() override {
+    *out_.as<float>() = 0.f;
+    const float gscale = *in_[6].as<const float>();
+    if (!std::isfinite(gscale)) return;  // NOTE: non-finite loss or gradients: skip the update
+    const double t = std::max(1.0, static_cast<double>(*in_[5].as<const float>()));
+    const optim::AdamScalars s{*in_[4].as<const float>(),
+                               static_cast<float>(at_.f[0]),
+                               static_cast<float>(at_.f[1]),
+                               static_cast<float>(at_.f[2]),
+                               static_cast<float>(at_.f[3]),
+                               static_cast<float>(1.0 / (1.0 - std::pow(at_.f[0], t))),
+                               static_cast<float>(1.0 / (1.0 - std::pow(at_.f[1], t))),
+                               at_.i[0] != 0};
+    float* p = in_[0].as<float>();
+    const float* g = in_[1].as<const float>();
+    float* m = in_[2].as<float>();
+    float* v = in_[3].as<float>();
+    const std::int64_t n = in_[0].numel();
+#pragma omp parallel for simd schedule(static)
+    for (std::int64_t i = 0; i < n; ++i)
+      optim::adam_step<float>(p[i], g[i] * gscale, m[i], v[i], s);
+  }
+  std::string describe() const override {
+    return "own adam update";
+  }
+
+ private:
+  std::vector<TensorView> in_;
+  TensorView out_;
+  Attrs at_;
+};
+
+bool all_f32_contiguous(const CpuNode& n) {
+  for (const TensorView& v : n.in)
+    if (v.dtype != DType::f32 || !v.contiguous()) return false;
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<CpuKernel> OpDef<OpId::sgd_update>::cpu(const CpuNode& n) {
+  return all_f32_contiguous(n) ? std::make_unique<SgdKernel>(n) : nullptr;
+}
+std::unique_ptr<CpuKernel> OpDef<OpId::adam_update>::cpu(const CpuNode& n) {
+  return all_f32_contiguous(n) ? std::make_unique<AdamKernel>(n) : nullptr;
+}
+
+}  // namespace stag
