@@ -1,5 +1,6 @@
 // Lowering a graph to a plan for one binding (see plan.hpp), and executing it.
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -105,7 +106,7 @@ Plan::~Plan() {
 }
 
 void Plan::execute(const PlanOptions& opts) {
-  if (opts.schedule == Schedule::parallel && flow_) {
+  if (opts.schedule == Schedule::parallel && flow_ && !opts.profile) {
     flow_->arena.execute([&] {
       flow_->start->try_put(tbb::flow::continue_msg());
       try {
@@ -117,8 +118,19 @@ void Plan::execute(const PlanOptions& opts) {
     });
     return;
   }
+  if (opts.profile) {
+    node_seconds.resize(nodes.size(), 0.0);
+    ++profiled_steps;
+  }
   for (std::size_t i = 0; i < order.size(); ++i) {
-    nodes[static_cast<std::size_t>(order[i])].kernel->run();
+    if (opts.profile) {
+      const auto t0 = std::chrono::steady_clock::now();
+      nodes[static_cast<std::size_t>(order[i])].kernel->run();
+      node_seconds[static_cast<std::size_t>(order[i])] +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    } else {
+      nodes[static_cast<std::size_t>(order[i])].kernel->run();
+    }
     if (opts.poison_freed)
       for (int buf : poison_after_[i]) {
         // NOTE: 0xFF bytes are NaN in f32/f64: any read of a dead buffer poisons results.

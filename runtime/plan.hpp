@@ -24,6 +24,7 @@ struct PlanOptions {
   int threads = 1;            // TBB arena size for Schedule::parallel
   bool poison_freed = false;  // debug: fill each buffer with NaN after its last use
   bool in_place = true;       // let elementwise nodes overwrite inputs that die with them
+  bool profile = false;       // time every node (sequential schedule)
   std::vector<int> keep;      // nodes whose values must survive the step (outputs, result)
 };
 
@@ -56,6 +57,9 @@ class Plan {
   MemoryPlan memory;
   std::vector<int> order;  // compute nodes in execution order
   std::int64_t arena_bytes() const { return memory.peak; }
+  // Per-node seconds accumulated over profiled steps (PlanOptions::profile), by node index.
+  std::vector<double> node_seconds;
+  int profiled_steps = 0;
 
   // Runs one step. Exceptions from kernels propagate (the plan stays usable).
   void execute(const PlanOptions& opts);

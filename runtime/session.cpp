@@ -1,4 +1,5 @@
 // Session: parameter store, input binding, plan cache and step execution.
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 #include <thread>
@@ -16,6 +17,7 @@ Session::Session(const GraphView& g, SessionOptions opts) : g_(g), opts_(std::mo
   plan_opts_.threads = ctx_.threads;
   plan_opts_.poison_freed = opts_.poison_freed;
   plan_opts_.in_place = opts_.in_place;
+  plan_opts_.profile = opts_.profile;
   if (g_.result >= 0) plan_opts_.keep.push_back(g_.result);
   for (const OutputEntry& o : g_.outputs) plan_opts_.keep.push_back(o.node);
   for (const std::string& k : opts_.keep) {
@@ -143,6 +145,30 @@ std::string Session::describe_kernels() const {
     const NodePlan& p = plan().nodes[static_cast<std::size_t>(n)];
     s << g_.name(n) << "  " << op_name(g_.node(n).op) << "  " << p.kernel_name
       << (p.in_place ? "  (in place)" : "") << "\n";
+  }
+  return s.str();
+}
+
+}  // namespace stag
+
+namespace stag {
+
+std::string Session::profile_report(int top) const {
+  const Plan& p = plan();
+  if (p.profiled_steps == 0) return "no profiled steps (set SessionOptions::profile)\n";
+  std::vector<int> order = p.order;
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return p.node_seconds[static_cast<std::size_t>(a)] > p.node_seconds[static_cast<std::size_t>(b)]; });
+  double total = 0;
+  for (int n : p.order) total += p.node_seconds[static_cast<std::size_t>(n)];
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(3);
+  s << "total " << 1e3 * total / p.profiled_steps << " ms per step over " << p.profiled_steps << " steps\n";
+  for (int i = 0; i < top && i < static_cast<int>(order.size()); ++i) {
+    const int n = order[static_cast<std::size_t>(i)];
+    const double ms = 1e3 * p.node_seconds[static_cast<std::size_t>(n)] / p.profiled_steps;
+    s << "  " << ms << " ms  " << g_.name(n) << "  " << op_name(g_.node(n).op) << "  "
+      << p.nodes[static_cast<std::size_t>(n)].kernel_name << "\n";
   }
   return s.str();
 }

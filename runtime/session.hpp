@@ -17,6 +17,7 @@ struct SessionOptions {
   Schedule schedule = Schedule::sequential;
   bool poison_freed = false;      // debug: NaN-fill buffers after their last use
   bool in_place = true;           // let elementwise nodes overwrite inputs that die with them
+  bool profile = false;           // time every node (runs the sequential schedule)
   std::uint64_t seed = 0;         // parameter initialisation and dropout
   std::vector<std::string> keep;  // intermediate nodes to keep readable after a run
   bool keep_all = false;          // debug: keep every node readable (no memory reuse)
@@ -64,6 +65,8 @@ class Session {
   std::size_t num_plans() const { return plans_.size(); }
   // One line per executed node: name, op, kernel.
   std::string describe_kernels() const;
+  // With SessionOptions::profile: the slowest nodes, their kernels and mean milliseconds.
+  std::string profile_report(int top = 20) const;
 
  private:
   int resolve(std::string_view name) const;

@@ -7,6 +7,7 @@
 
 #include <stag/ops/cpu_kernel.hpp>
 #include <stag/ops/softmax/softmax.hpp>
+#include <stag/ops/vec.hpp>
 
 namespace stag {
 namespace {
@@ -50,6 +51,25 @@ std::unique_ptr<CpuKernel> backward(const CpuNode& n, bool log) {
                                             impl_name(pd) + ")");
 }
 
+// One row of a masked softmax: m[k * ms] says whether position k is kept.
+STAG_VECTORIZED void masked_softmax_row(const float* __restrict x, const bool* __restrict m, std::int64_t ms,
+                                        float* __restrict y, std::int64_t len) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (std::int64_t k = 0; k < len; ++k) mx = m[k * ms] && x[k] > mx ? x[k] : mx;
+  if (mx == -std::numeric_limits<float>::infinity()) {  // NOTE: fully masked row: zeros
+    for (std::int64_t k = 0; k < len; ++k) y[k] = 0.f;
+    return;
+  }
+  float z = 0.f;
+  for (std::int64_t k = 0; k < len; ++k) {
+    const float e = m[k * ms] ? vec::exp_approx(x[k] - mx) : 0.f;
+    y[k] = e;
+    z += e;
+  }
+  const float inv = 1.f / z;
+  for (std::int64_t k = 0; k < len; ++k) y[k] *= inv;
+}
+
 // Masked softmax along the last axis (the attention case): rows of x, mask read through
 // broadcast strides. Other axes fall back to the reference kernel.
 class MaskedSoftmax final : public CpuKernel {
@@ -63,7 +83,6 @@ class MaskedSoftmax final : public CpuKernel {
     const float* x = x_.as<const float>();
     const bool* m = m_.as<const bool>();
     float* y = y_.as<float>();
-    const std::int64_t len = len_;
 #pragma omp parallel for schedule(static)
     for (std::int64_t r = 0; r < rows_; ++r) {
       std::int64_t moff = 0, rem = r;  // mask offset of the row's first element
@@ -71,24 +90,7 @@ class MaskedSoftmax final : public CpuKernel {
         moff += (rem % y_.dims[d]) * mstride_[d];
         rem /= y_.dims[d];
       }
-      const std::int64_t ms = mstride_[y_.rank - 1];
-      const float* xr = x + r * len;
-      float* yr = y + r * len;
-      float mx = -std::numeric_limits<float>::infinity();
-      for (std::int64_t k = 0; k < len; ++k)
-        if (m[moff + k * ms] && xr[k] > mx) mx = xr[k];
-      if (mx == -std::numeric_limits<float>::infinity()) {  // NOTE: fully masked row: zeros
-        for (std::int64_t k = 0; k < len; ++k) yr[k] = 0.f;
-        continue;
-      }
-      float z = 0.f;
-      for (std::int64_t k = 0; k < len; ++k) {
-        const float e = m[moff + k * ms] ? std::exp(xr[k] - mx) : 0.f;
-        yr[k] = e;
-        z += e;
-      }
-      const float inv = 1.f / z;
-      for (std::int64_t k = 0; k < len; ++k) yr[k] *= inv;
+      masked_softmax_row(x + r * len_, m + moff, mstride_[y_.rank - 1], y + r * len_, len_);
     }
   }
   std::string describe() const override { return "own masked softmax"; }
