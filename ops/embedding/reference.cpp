@@ -1,6 +1,8 @@
 // Reference kernels of embedding (row copies) and embedding_backward (scatter-add). Both check
 // every id against the table's row count before using it.
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <stag/ops/embedding/embedding.hpp>
@@ -53,23 +55,34 @@ void forward(const KernelArgs& a) {
   }
 }
 
-// NOTE: repeated ids accumulate; the sums are kept in double, so the result does not depend on
-// how many times (or in which order) an id occurs beyond double rounding.
+// NOTE: repeated ids accumulate (a scatter-add), in double and in position order, so the
+// result is deterministic and does not lose f32 precision on frequent tokens. Positions are
+// grouped by id first, which keeps the extra memory at O(positions + D), not O(V * D).
 template <class T>
 void backward(const KernelArgs& a) {
   const TensorView& ids = a.in[0];
   const T* g = a.in[1].as<const T>();
   const std::int64_t rows = a.out.dims[0], d = a.out.dims[1];
-  std::vector<double> acc(static_cast<std::size_t>(rows * d), 0.0);
   const std::int64_t n = ids.numel();
-  for (std::int64_t i = 0; i < n; ++i) {
-    const std::int64_t id = checked_id(a, ids, i, rows);
-    for (std::int64_t k = 0; k < d; ++k)
-      acc[static_cast<std::size_t>(id * d + k)] += static_cast<double>(g[i * d + k]);
-  }
+  std::vector<std::pair<std::int64_t, std::int64_t>> by_id(
+      static_cast<std::size_t>(n));  // (id, position)
+  for (std::int64_t i = 0; i < n; ++i)
+    by_id[static_cast<std::size_t>(i)] = {checked_id(a, ids, i, rows), i};
+  std::sort(by_id.begin(), by_id.end());
   T* out = a.out.as<T>();
-  for (std::int64_t j = 0; j < rows * d; ++j)
-    out[j] = static_cast<T>(acc[static_cast<std::size_t>(j)]);
+  for (std::int64_t j = 0; j < rows * d; ++j) out[j] = T(0);  // rows no id names stay zero
+  std::vector<double> acc(static_cast<std::size_t>(d));
+  for (std::size_t lo = 0; lo < by_id.size();) {
+    const std::int64_t id = by_id[lo].first;
+    std::fill(acc.begin(), acc.end(), 0.0);
+    std::size_t hi = lo;
+    for (; hi < by_id.size() && by_id[hi].first == id; ++hi)
+      for (std::int64_t k = 0; k < d; ++k)
+        acc[static_cast<std::size_t>(k)] += static_cast<double>(g[by_id[hi].second * d + k]);
+    for (std::int64_t k = 0; k < d; ++k)
+      out[id * d + k] = static_cast<T>(acc[static_cast<std::size_t>(k)]);
+    lo = hi;
+  }
 }
 
 }  // namespace
