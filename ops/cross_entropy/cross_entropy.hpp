@@ -12,6 +12,7 @@
 // Attrs: i[0] = ignore_index. Gradient: cross_entropy_backward(logits, labels, g).
 #pragma once
 
+#include <stag/ops/constant/constant.hpp>
 #include <stag/ops/op.hpp>
 
 namespace stag {
@@ -76,7 +77,7 @@ constexpr auto cross_entropy(Tensor<SL, TL> logits, Tensor<SY, TY> labels,
     return Tensor<Shape<>, TL>{logits.b,
                                cross_entropy(logits.ref(), labels.ref(), ignore_index).id};
   else
-    return Tensor<Shape<>, TL>{logits.b, logits.id};
+    return Tensor<Shape<>, TL>{logits.b, scalar(*logits.b, 0.0, TL).id};  // one error, not two
 }
 
 }  // namespace stag

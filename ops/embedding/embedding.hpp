@@ -9,6 +9,7 @@
 // scatter-add into a [V, D] tensor of zeros (ids that repeat accumulate).
 #pragma once
 
+#include <stag/ops/constant/constant.hpp>
 #include <stag/ops/op.hpp>
 
 namespace stag {
@@ -55,8 +56,13 @@ constexpr auto embedding(Tensor<SI, TI> ids, Tensor<ST, TT> table) {
   static_assert(r.err != ShapeErr::dtype, "stag::embedding: the table must be f32 or f64");
   static_assert(r.err != ShapeErr::rank,
                 "stag::embedding: the table must be [V, D] and ids may have at most 5 dims");
+  // After an error, a zero constant of the output's shape stands in for the lookup, so that one
+  // mistake gives one error (not a second one from the next op's rank check).
+  constexpr ShapeResult shape_only = rules::embedding(SI::value, DType::i32, ST::value, DType::f32);
   if constexpr (r.ok())
     return typed<r.shape, TT, SI, ST>(embedding(ids.ref(), table.ref()));
+  else if constexpr (shape_only.ok())
+    return typed<shape_only.shape, TT, SI, ST>(full(*table.b, shape_only.shape, 0.0, TT));
   else
     return Tensor<SI, TT>{table.b, table.id};
 }

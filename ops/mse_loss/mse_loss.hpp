@@ -7,6 +7,7 @@
 // Gradient from forward ops: dpred = 2 (pred - target) g / numel(pred), dtarget = -dpred.
 #pragma once
 
+#include <stag/ops/constant/constant.hpp>
 #include <stag/ops/op.hpp>
 
 namespace stag {
@@ -42,7 +43,7 @@ constexpr auto mse_loss(Tensor<SP, TP> pred, Tensor<ST, TT> target) {
   if constexpr (r.ok())
     return Tensor<Shape<>, TP>{pred.b, mse_loss(pred.ref(), target.ref()).id};
   else
-    return Tensor<Shape<>, TP>{pred.b, pred.id};
+    return Tensor<Shape<>, TP>{pred.b, scalar(*pred.b, 0.0, TP).id};  // one error, not two
 }
 
 }  // namespace stag
