@@ -4,7 +4,7 @@
 // ids may have any rank up to 5 and must be i32 or i64; the table is a [V, D] f32 or f64
 // tensor (usually a parameter) and gives the output its dtype. An id outside [0, V) is a
 // run-time stag::Error naming the node, the id's position and V (PyTorch raises an index error
-// on CPU and asserts on CUDA). PyTorch: F.embedding(ids, table).
+// on CPU and asserts on CUDA). No broadcasting. PyTorch: F.embedding(ids, table). No attrs.
 // Gradient: none for ids (no_grad bit 0); the table's is embedding_backward(ids, g), a
 // scatter-add into a [V, D] tensor of zeros (ids that repeat accumulate).
 #pragma once
