@@ -80,7 +80,7 @@ TEST_CASE("cross_entropy is stable for huge logits (log-sum-exp)", "[op][cross_e
   th::require_close(e["grad/logits"], {0, 0, 0, 0.5, -0.5, 0}, 1e-6);
 }
 
-TEST_CASE("a label outside [0, C) is an error naming the node, position, label and C",
+TEST_CASE("a label outside 0 ... C-1 is an error naming the node, position, label and C",
           "[op][cross_entropy]") {
   static constexpr auto seq_loss = model([](Builder& g) {
     auto logits = input<"logits", Shape<batch, seq, 5>>(g);
