@@ -1,8 +1,10 @@
 // Mistake: float labels (one-hot-style or read from a float column); cross_entropy takes i32
 // or i64 class indices.
+// clang-format off
 // expect: stag::cross_entropy: labels must be i32 or i64 class indices
 // expect-gcc: SY = (stag::)?Shape<(stag::)?Sym<(stag::)?fixed_string<6>\{"batch"\}>\(\)>; (stag::)?DType TY = stag::DType::f32
 // expect-gcc: required from here
+// clang-format on
 #include <stag/stag.hpp>
 
 using namespace stag;
@@ -18,4 +20,6 @@ constexpr auto g = model([](Builder& b) {
   return cross_entropy(logits, labels);
 });
 
-int main() { return g.size() > 0 ? 0 : 1; }
+int main() {
+  return g.size() > 0 ? 0 : 1;
+}

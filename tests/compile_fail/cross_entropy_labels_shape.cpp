@@ -1,9 +1,11 @@
 // Mistake: labels [batch] for per-token logits [batch, seq, 10] (sequence-level labels given to
 // a token-level loss); the labels must be the logits' leading dims [batch, seq].
+// clang-format off
 // expect: stag::cross_entropy: the labels' shape must be the logits' shape without its last
 // expect-gcc: SL = (stag::)?Shape<(stag::)?Sym<(stag::)?fixed_string<6>\{"batch"\}>\(\), (stag::)?Sym<(stag::)?fixed_string<4>\{"seq"\}>\(\), 10>
 // expect-gcc: SY = (stag::)?Shape<(stag::)?Sym<(stag::)?fixed_string<6>\{"batch"\}>\(\)>;
 // expect-gcc: required from here
+// clang-format on
 #include <stag/stag.hpp>
 
 using namespace stag;
@@ -20,4 +22,6 @@ constexpr auto g = model([](Builder& b) {
   return cross_entropy(logits, labels);
 });
 
-int main() { return g.size() > 0 ? 0 : 1; }
+int main() {
+  return g.size() > 0 ? 0 : 1;
+}

@@ -1,9 +1,11 @@
 // Mistake: a layer_norm bias [seq, 64] next to a weight [64]; the bias must have the weight's
 // shape (PyTorch would broadcast it silently and give every position its own bias).
+// clang-format off
 // expect: stag::layer_norm: the bias's shape must equal the weight's shape
 // expect-gcc: SW = (stag::)?Shape<64>;
 // expect-gcc: SB = (stag::)?Shape<(stag::)?Sym<(stag::)?fixed_string<4>\{"seq"\}>\(\), 64>;
 // expect-gcc: required from here
+// clang-format on
 #include <stag/stag.hpp>
 
 using namespace stag;
@@ -21,4 +23,6 @@ constexpr auto g = model([](Builder& b) {
   return sum<0, 1, 2>(layer_norm(x, w, bias));
 });
 
-int main() { return g.size() > 0 ? 0 : 1; }
+int main() {
+  return g.size() > 0 ? 0 : 1;
+}
