@@ -32,6 +32,8 @@ enum class ShapeErr : std::uint8_t {
   labels,           // loss: labels shape does not match the logits' leading dims
   too_many_syms,    // a dim would be a product of more than 3 symbols
   arity,            // wrong number of inputs
+  shape_mismatch,   // two operands must have equal shapes (norm bias vs weight, loss operands)
+  index_dtype,      // ids or labels are not i32/i64
 };
 
 constexpr std::string_view shape_err_text(ShapeErr e) {
@@ -59,6 +61,8 @@ constexpr std::string_view shape_err_text(ShapeErr e) {
     case ShapeErr::labels: return "labels do not match the logits";
     case ShapeErr::too_many_syms: return "too many symbols in one dim";
     case ShapeErr::arity: return "wrong number of inputs";
+    case ShapeErr::shape_mismatch: return "shapes must be equal";
+    case ShapeErr::index_dtype: return "ids or labels must be i32 or i64";
   }
   return "?";
 }

@@ -12,7 +12,9 @@ struct Ref {
   Builder* b = nullptr;
   std::int32_t id = -1;
 
-  constexpr const ShapeV& shape() const { return b->shape(id); }
+  // By value: a reference into the builder's shape table dangles as soon as a new node adds a
+  // shape (the table is a vector), e.g. in `sum_to(g * x(1), x(0).shape())`.
+  constexpr ShapeV shape() const { return b->shape(id); }
   constexpr DType dtype() const { return b->dtype(id); }
   constexpr int rank() const { return shape().rank; }
   constexpr bool valid() const { return b != nullptr && id >= 0; }

@@ -76,6 +76,8 @@ constexpr void raise_shape_error(ShapeErr e) {
     case ShapeErr::labels: throw GraphError("stag: labels do not match the logits");
     case ShapeErr::too_many_syms: throw GraphError("stag: a dim has more than 3 symbols");
     case ShapeErr::arity: throw GraphError("stag: wrong number of inputs");
+    case ShapeErr::shape_mismatch: throw GraphError("stag: operand shapes must be equal");
+    case ShapeErr::index_dtype: throw GraphError("stag: ids or labels must be i32 or i64");
   }
 }
 
