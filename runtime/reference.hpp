@@ -12,7 +12,7 @@ struct EvalOptions {
   bool training = false;   // dropout active
   std::uint64_t seed = 0;  // dropout's counter-based RNG
   std::uint64_t step = 0;
-  std::map<std::string, std::int64_t, std::less<>> dims;  // symbols no input determines
+  std::map<std::string, std::int64_t, std::less<>> dims{};  // symbols no input determines
 };
 
 // The value of every node after a run.

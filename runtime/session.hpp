@@ -19,9 +19,9 @@ struct SessionOptions {
   bool in_place = true;           // let elementwise nodes overwrite inputs that die with them
   bool profile = false;           // time every node (runs the sequential schedule)
   std::uint64_t seed = 0;         // parameter initialisation and dropout
-  std::vector<std::string> keep;  // intermediate nodes to keep readable after a run
+  std::vector<std::string> keep{};// intermediate nodes to keep readable after a run
   bool keep_all = false;          // debug: keep every node readable (no memory reuse)
-  std::map<std::string, std::int64_t, std::less<>> dims;  // symbols no input determines
+  std::map<std::string, std::int64_t, std::less<>> dims{};// symbols no input determines
 };
 
 struct StepOptions {
