@@ -4,3 +4,4 @@ find_package(dnnl REQUIRED)                           # oneDNN 2.6: CPU primitiv
 find_package(TBB REQUIRED)                            # oneTBB: the runtime's scheduler
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(GVC REQUIRED IMPORTED_TARGET libgvc libcgraph)  # Graphviz: pictures
+find_package(nlohmann_json 3 REQUIRED)              # JSON: data sets, tokenisers (header-only)
