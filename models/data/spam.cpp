@@ -280,7 +280,7 @@ std::string part_text(const Part& part, const SpamOptions& options, int depth) {
       std::string text = part_text(p, options, depth + 1);
       if (trim(text).empty()) continue;
       if (!out.empty()) out += "\n\n";
-      out += text;
+      out += trim(text);
     }
     return out;
   }

@@ -104,6 +104,7 @@ std::string strip_ansi(std::string_view text) {
       i = j;  // skips the final byte too (the loop's ++i)
       continue;
     }
+    if (text[i] == '\x1b') continue;  // a stray ESC (some fortunes have them) is dropped alone
     out.push_back(text[i]);
   }
   return out;

@@ -24,7 +24,8 @@ std::string encode_utf8(std::u32string_view cps);
 std::string to_valid_utf8(std::string_view bytes);
 bool is_valid_utf8(std::string_view bytes);
 
-// Removes ANSI/VT100 escape sequences (colour codes such as "\x1b[33m", "\x1b[;m").
+// Removes ANSI/VT100 escape sequences (colour codes such as "\x1b[33m", "\x1b[;m") and any
+// other ESC byte.
 std::string strip_ansi(std::string_view text);
 // Trims ASCII whitespace at both ends.
 std::string_view trim(std::string_view s);
