@@ -5,3 +5,4 @@ find_package(TBB REQUIRED)                            # oneTBB: the runtime's sc
 find_package(OpenMP REQUIRED)                         # intra-op threads, shared with oneDNN
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(GVC REQUIRED IMPORTED_TARGET libgvc libcgraph)  # Graphviz: pictures
+find_package(nlohmann_json 3 REQUIRED)              # JSON: data sets, tokenisers (header-only)
