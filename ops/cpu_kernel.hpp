@@ -13,6 +13,7 @@
 #include <dnnl.hpp>
 
 #include <stag/ops/kernel.hpp>
+#include <stag/ops/op.hpp>
 #include <stag/runtime/array.hpp>
 
 namespace stag {
@@ -117,5 +118,34 @@ inline TensorView padded(const TensorView& v, int rank) {
   }
   return p;
 }
+
+}  // namespace stag
+
+namespace stag {
+
+// Base of own kernels: keeps the node's views and can run the op's reference kernel, which
+// own kernels use to report bad data (an id out of range) with the reference's exact message.
+class OwnKernel : public CpuKernel {
+ public:
+  OwnKernel(const CpuNode& n, KernelFn reference, std::string what)
+      : g_(n.g), node_(n.node), in_(n.in), out_(n.out), state_(n.state), reference_(reference), what_(std::move(what)) {}
+  std::string describe() const override { return what_; }
+
+ protected:
+  void run_reference() const {
+    const KernelArgs a{g_, node_, in_, out_, state_};
+    reference_(a);
+  }
+  const Attrs& attr() const { return g_.attr(node_); }
+  const GraphView& g_;
+  int node_;
+  std::vector<TensorView> in_;
+  TensorView out_;
+  const RunState& state_;
+
+ private:
+  KernelFn reference_;
+  std::string what_;
+};
 
 }  // namespace stag

@@ -22,6 +22,7 @@ struct OpDef<OpId::cross_entropy> {
   static constexpr OpInfo info{"cross_entropy", "xent", 2, 0b10};
   static constexpr void vjp(VjpCtx&);
   static void reference(const KernelArgs&);
+  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
 };
 
 // dlogits = (softmax(logits) - onehot(labels)) * g / count, zero rows at ignored positions;
@@ -31,6 +32,7 @@ template <>
 struct OpDef<OpId::cross_entropy_backward> {
   static constexpr OpInfo info{"cross_entropy_backward", "dxent", 3, 0b010};
   static void reference(const KernelArgs&);
+  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
 };
 
 namespace rules {

@@ -19,6 +19,7 @@ struct OpDef<OpId::embedding> {
   static constexpr OpInfo info{"embedding", "embedding", 2, 0b01};
   static constexpr void vjp(VjpCtx&);
   static void reference(const KernelArgs&);
+  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
 };
 
 // dtable from ids [...] and the output gradient g [..., D]; the output shape is the table's
@@ -27,6 +28,7 @@ template <>
 struct OpDef<OpId::embedding_backward> {
   static constexpr OpInfo info{"embedding_backward", "dembedding", 2, 0b01};
   static void reference(const KernelArgs&);
+  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
 };
 
 namespace rules {

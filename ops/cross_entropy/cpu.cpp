@@ -1,0 +1,106 @@
+// CPU kernels of cross_entropy and cross_entropy_backward: own kernels, parallel over rows
+// with a vectorised log-sum-exp; per-row losses are summed in a fixed order (deterministic).
+// Labels are checked first; a bad label is reported by the reference kernel's message.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <stag/ops/cpu_kernel.hpp>
+#include <stag/ops/cross_entropy/cross_entropy.hpp>
+#include <stag/ops/vec.hpp>
+
+namespace stag {
+namespace {
+
+// NOTE: max subtracted before exp (no overflow); returns log(sum(exp(x))).
+STAG_VECTORIZED float log_sum_exp(const float* __restrict x, std::int64_t n) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (std::int64_t i = 0; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  if (mx == -std::numeric_limits<float>::infinity()) return mx;
+  float z = 0.f;
+  for (std::int64_t i = 0; i < n; ++i) z += vec::exp_approx(x[i] - mx);
+  return mx + std::log(z);
+}
+
+STAG_VECTORIZED void softmax_minus_onehot(const float* __restrict x, float* __restrict dx, std::int64_t n,
+                                          std::int64_t label, float lse, float scale) {
+  for (std::int64_t i = 0; i < n; ++i) dx[i] = vec::exp_approx(x[i] - lse) * scale;
+  dx[label] -= scale;
+}
+
+class CrossEntropyKernel final : public OwnKernel {
+ public:
+  CrossEntropyKernel(const CpuNode& n, bool backward)
+      : OwnKernel(n, backward ? &OpDef<OpId::cross_entropy_backward>::reference : &OpDef<OpId::cross_entropy>::reference,
+                  backward ? "own cross_entropy backward" : "own cross_entropy"),
+        backward_(backward) {
+    classes_ = in_[0].dims[in_[0].rank - 1];
+    rows_ = in_[1].numel();
+    labels_.resize(static_cast<std::size_t>(rows_));
+    if (!backward_) losses_.resize(static_cast<std::size_t>(rows_));
+  }
+
+  void run() override {
+    const std::int64_t ignore = attr().i[0];
+    std::int64_t count = 0;
+    bool ok = true;
+    for (std::int64_t r = 0; r < rows_; ++r) {
+      const std::int64_t y = in_[1].dtype == DType::i32 ? in_[1].as<const std::int32_t>()[r] : in_[1].as<const std::int64_t>()[r];
+      const bool skip = y == ignore;
+      ok &= skip || (y >= 0 && y < classes_);
+      labels_[static_cast<std::size_t>(r)] = skip ? -1 : y;
+      count += !skip;
+    }
+    if (!ok) run_reference();  // throws with the position of the first bad label
+    const float* x = in_[0].as<const float>();
+    if (!backward_) {
+#pragma omp parallel for schedule(static)
+      for (std::int64_t r = 0; r < rows_; ++r) {
+        const std::int64_t y = labels_[static_cast<std::size_t>(r)];
+        const float* row = x + r * classes_;
+        // NOTE: a -inf logit at the label means probability 0: the loss is +inf.
+        losses_[static_cast<std::size_t>(r)] =
+            y < 0 ? 0.0 : (row[y] == -std::numeric_limits<float>::infinity() ? INFINITY : log_sum_exp(row, classes_) - row[y]);
+      }
+      double total = 0;
+      for (double l : losses_) total += l;
+      *out_.as<float>() = count ? static_cast<float>(total / static_cast<double>(count)) : 0.f;  // all ignored: 0
+      return;
+    }
+    const float g = *in_[2].as<const float>();
+    const float scale = count ? g / static_cast<float>(count) : 0.f;
+    float* dx = out_.as<float>();
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < rows_; ++r) {
+      const std::int64_t y = labels_[static_cast<std::size_t>(r)];
+      float* d = dx + r * classes_;
+      if (y < 0) {
+        for (std::int64_t i = 0; i < classes_; ++i) d[i] = 0.f;
+        continue;
+      }
+      softmax_minus_onehot(x + r * classes_, d, classes_, y, log_sum_exp(x + r * classes_, classes_), scale);
+    }
+  }
+
+ private:
+  bool backward_;
+  std::int64_t classes_ = 0, rows_ = 0;
+  std::vector<std::int64_t> labels_;
+  std::vector<double> losses_;
+};
+
+bool supported(const CpuNode& n) {
+  return n.in[0].dtype == DType::f32 && n.in[0].contiguous() && (n.in[1].dtype == DType::i32 || n.in[1].dtype == DType::i64) &&
+         n.in[1].contiguous() && n.in[0].dims[n.in[0].rank - 1] > 0;
+}
+
+}  // namespace
+
+std::unique_ptr<CpuKernel> OpDef<OpId::cross_entropy>::cpu(const CpuNode& n) {
+  return supported(n) ? std::make_unique<CrossEntropyKernel>(n, false) : nullptr;
+}
+std::unique_ptr<CpuKernel> OpDef<OpId::cross_entropy_backward>::cpu(const CpuNode& n) {
+  return supported(n) ? std::make_unique<CrossEntropyKernel>(n, true) : nullptr;
+}
+
+}  // namespace stag
