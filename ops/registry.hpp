@@ -39,11 +39,13 @@
 
 // Backward rules, written with the forward ops above.
 #include <stag/ops/binary/vjp.hpp>
+#include <stag/ops/concat/vjp.hpp>
 #include <stag/ops/expand/vjp.hpp>
 #include <stag/ops/matmul/vjp.hpp>
 #include <stag/ops/permute/vjp.hpp>
 #include <stag/ops/reduce/vjp.hpp>
 #include <stag/ops/reshape/vjp.hpp>
+#include <stag/ops/slice/vjp.hpp>
 #include <stag/ops/softmax/vjp.hpp>
 #include <stag/ops/unary/vjp.hpp>
 
