@@ -41,6 +41,7 @@
 #include <stag/ops/binary/vjp.hpp>
 #include <stag/ops/concat/vjp.hpp>
 #include <stag/ops/expand/vjp.hpp>
+#include <stag/ops/masked_fill/vjp.hpp>
 #include <stag/ops/matmul/vjp.hpp>
 #include <stag/ops/permute/vjp.hpp>
 #include <stag/ops/reduce/vjp.hpp>
@@ -48,6 +49,7 @@
 #include <stag/ops/slice/vjp.hpp>
 #include <stag/ops/softmax/vjp.hpp>
 #include <stag/ops/unary/vjp.hpp>
+#include <stag/ops/where/vjp.hpp>
 
 namespace stag {
 
