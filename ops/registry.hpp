@@ -40,6 +40,7 @@
 // Backward rules, written with the forward ops above.
 #include <stag/ops/binary/vjp.hpp>
 #include <stag/ops/concat/vjp.hpp>
+#include <stag/ops/dropout/vjp.hpp>
 #include <stag/ops/expand/vjp.hpp>
 #include <stag/ops/masked_fill/vjp.hpp>
 #include <stag/ops/matmul/vjp.hpp>
