@@ -47,6 +47,7 @@
 #include <stag/ops/permute/vjp.hpp>
 #include <stag/ops/reduce/vjp.hpp>
 #include <stag/ops/reshape/vjp.hpp>
+#include <stag/ops/rope/vjp.hpp>
 #include <stag/ops/slice/vjp.hpp>
 #include <stag/ops/softmax/vjp.hpp>
 #include <stag/ops/unary/vjp.hpp>
