@@ -1,7 +1,7 @@
 // concat: joins 2 to 6 tensors along one axis.
 //   concat<-1>(a [B, S, 3], b [B, S, 5]) -> [B, S, 8]
-//   concat<0>(past [seq, D], now [seq, D]) -> [2*seq, D];  concat<0>(a [seq, D], b [2*seq, D])
-//   -> [3*seq, D]
+//   concat<0>(past [seq, D], now [seq, D]) -> [2*seq, D]
+//   concat<0>(a [seq, D], b [2*seq, D]) -> [3*seq, D]
 // All inputs have the same rank and dtype, and equal dims except along the axis. The axis
 // dims add up when they are all numbers, or all multiples of the same symbols (k*d + m*d =
 // (k+m)*d); seq + kv_seq or seq + 5 is not one dim and does not compile.

@@ -115,4 +115,27 @@ TEST_CASE("slice_backward places g at the slice and zeros elsewhere", "[op][slic
   th::require_close(e["grad/x"], want, 1e-6);
 }
 
+// slice_backward is differentiable too (its gradient is the slice of g): zero-padding x.
+constexpr auto pad_loss = model([](Builder& g) {
+  auto x = input<"x", Shape<seq, 5>>(g);
+  auto w = input<"w", Shape<seq, 11>>(g);
+  const Ref padded = slice_backward(x.ref(), Shape<seq, 11>::value, 1, 4, 9);
+  return sum<0, 1>(Tensor<Shape<seq, 11>>{&g, padded.id} * w);
+});
+constexpr auto pad_train = grad<pad_loss, "x">();
+static_assert(pad_train.count(op::slice) == 1);
+
+TEST_CASE("slice_backward's own gradient", "[op][slice][gradcheck]") {
+  th::check_op({.what = "slice_backward",
+                .forward = pad_loss,
+                .train = pad_train,
+                .inputs =
+                    [](int k) {
+                      const std::int64_t s = 1 + 6 * k;
+                      return NamedArrays{{"x", th::random_array(DType::f32, {s, 5}, 80 + k)},
+                                         {"w", th::random_array(DType::f32, {s, 11}, 90 + k)}};
+                    },
+                .bindings = 2});
+}
+
 }  // namespace
