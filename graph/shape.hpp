@@ -207,7 +207,7 @@ std::string dim_string() {
   } else {
     return []<std::int64_t C, auto... S>(Prod<C, S...>) {
       std::string out = C == 1 ? "" : std::to_string(C);
-      ((out += (out.empty() ? "" : "*") + std::string(decltype(S)::name)), ...);
+      ((out += out.empty() ? "" : "*", out += decltype(S)::name), ...);
       return out;
     }(D);
   }
