@@ -12,7 +12,10 @@ namespace {
 // The dim as written in the graph, e.g. "seq" or "2*seq" (a static dim prints its number).
 std::string dim_spelling(const GraphView& g, const DimV& d) {
   std::string s = (d.coef != 1 || d.nsym == 0) ? std::to_string(d.coef) : "";
-  for (int i = 0; i < d.nsym; ++i) s += (s.empty() ? "" : "*") + std::string(g.sym_name(d.sym[i]));
+  for (int i = 0; i < d.nsym; ++i) {
+    if (!s.empty()) s += '*';
+    s += g.sym_name(d.sym[i]);
+  }
   return s;
 }
 
