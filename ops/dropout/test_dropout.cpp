@@ -147,7 +147,8 @@ TEST_CASE("dropout gradients in training mode on several bindings", "[op][dropou
                 .eval = training(5, 9)});
 }
 
-TEST_CASE("dropout refuses p outside [0, 1) when a graph is built at run time", "[op][dropout]") {
+TEST_CASE("dropout refuses p outside 0 <= p < 1 when a graph is built at run time",
+          "[op][dropout]") {
   for (double p : {1.0, -0.1, 1.5, std::nan("")}) {
     Builder b;
     auto x = input<"x", Shape<5>>(b);
