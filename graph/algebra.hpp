@@ -20,6 +20,7 @@ enum class ShapeErr : std::uint8_t {
   symbols,          // view: the symbolic factors differ (a symbol dropped or added)
   order,            // view: symbolic dims reordered (use permute)
   not_one,          // squeeze: the dim is not 1
+  odd_dim,          // a dim that must be even is odd (rope's head dim)
   expand,           // expand: a dim is neither equal nor 1
   slice_range,      // slice: bounds outside the dim or empty
   concat_dims,      // concat: non-axis dims differ
@@ -49,6 +50,7 @@ constexpr std::string_view shape_err_text(ShapeErr e) {
     case ShapeErr::symbols: return "symbolic dims differ";
     case ShapeErr::order: return "symbolic dims reordered";
     case ShapeErr::not_one: return "dim is not 1";
+    case ShapeErr::odd_dim: return "dim must be even";
     case ShapeErr::expand: return "cannot expand";
     case ShapeErr::slice_range: return "slice out of range";
     case ShapeErr::concat_dims: return "non-axis dims differ";

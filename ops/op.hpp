@@ -64,6 +64,7 @@ constexpr void raise_shape_error(ShapeErr e) {
     case ShapeErr::symbols: throw GraphError("stag: view drops or adds a symbolic dim");
     case ShapeErr::order: throw GraphError("stag: view reorders symbolic dims; use permute");
     case ShapeErr::not_one: throw GraphError("stag: squeeze of a dim that is not 1");
+    case ShapeErr::odd_dim: throw GraphError("stag: a dim that must be even is odd");
     case ShapeErr::expand: throw GraphError("stag: expand of a dim that is not 1");
     case ShapeErr::slice_range: throw GraphError("stag: slice out of range");
     case ShapeErr::concat_dims: throw GraphError("stag: concat of tensors whose other dims differ");

@@ -14,6 +14,8 @@
   /* activations */  X(relu) X(gelu) X(gelu_tanh) X(silu) X(sigmoid) X(tanh) X(unary_backward)   \
   /* linear alg. */  X(matmul)                                                                   \
   /* layout */       X(permute) X(reshape) X(unsqueeze) X(squeeze) X(expand) X(slice) X(concat)  \
+  /* layout bwd */   X(slice_backward)                                                           \
+  /* layout bwd */   X(concat_backward)                                                          \
   /* reductions */   X(sum) X(mean) X(max) X(argmax)                                             \
   /* softmax */      X(softmax) X(log_softmax) X(softmax_backward) X(log_softmax_backward)       \
   /* logic */        X(lt) X(le) X(eq) X(logical_and) X(logical_or) X(logical_not)               \

@@ -40,18 +40,24 @@
 
 // Backward rules, written with the forward ops above.
 #include <stag/ops/binary/vjp.hpp>
+#include <stag/ops/concat/vjp.hpp>
 #include <stag/ops/cross_entropy/vjp.hpp>
+#include <stag/ops/dropout/vjp.hpp>
 #include <stag/ops/embedding/vjp.hpp>
 #include <stag/ops/expand/vjp.hpp>
 #include <stag/ops/layer_norm/vjp.hpp>
+#include <stag/ops/masked_fill/vjp.hpp>
 #include <stag/ops/matmul/vjp.hpp>
 #include <stag/ops/mse_loss/vjp.hpp>
 #include <stag/ops/permute/vjp.hpp>
 #include <stag/ops/reduce/vjp.hpp>
 #include <stag/ops/reshape/vjp.hpp>
 #include <stag/ops/rms_norm/vjp.hpp>
+#include <stag/ops/rope/vjp.hpp>
+#include <stag/ops/slice/vjp.hpp>
 #include <stag/ops/softmax/vjp.hpp>
 #include <stag/ops/unary/vjp.hpp>
+#include <stag/ops/where/vjp.hpp>
 
 namespace stag {
 

@@ -1,0 +1,28 @@
+// Mistake: a [batch, seq] padding mask used on [batch, heads, seq, seq] scores without
+// unsqueezing it to [batch, 1, 1, seq] (PyTorch would broadcast it against the wrong dims).
+// clang-format off
+// expect: stag::masked_fill: the mask's rank differs from the input's rank; unsqueeze it explicitly
+// expect-gcc: S = [:a-z]*Shape<[:a-z]*Sym<[:a-z]*fixed_string<6>\{"batch"\}>\(\), 4, [:a-z]*Sym<[:a-z]*fixed_string<4>\{"seq"\}>\(\), [:a-z]*Sym<[:a-z]*fixed_string<4>\{"seq"\}>\(\)>
+// expect-gcc: SM = [:a-z]*Shape<[:a-z]*Sym<[:a-z]*fixed_string<6>\{"batch"\}>\(\), [:a-z]*Sym<[:a-z]*fixed_string<4>\{"seq"\}>\(\)>
+// expect-gcc: required from here
+// clang-format on
+#include <stag/stag.hpp>
+
+using namespace stag;
+constexpr auto batch = sym<"batch">;
+constexpr auto seq = sym<"seq">;
+
+constexpr auto g = model([](Builder& b) {
+  auto scores = input<"scores", Shape<batch, 4, seq, seq>>(b);
+  auto pad = input<"pad", Shape<batch, seq>, boolean>(b);
+#ifdef STAG_BAD
+  auto filled = masked_fill(scores, pad, -1e9);
+#else
+  auto filled = masked_fill(scores, unsqueeze<1>(unsqueeze<1>(pad)), -1e9);
+#endif
+  return sum<0, 1, 2, 3>(softmax<-1>(filled));
+});
+
+int main() {
+  return g.size() > 0 ? 0 : 1;
+}
