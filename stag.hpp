@@ -6,6 +6,7 @@
 #include <stag/graph/builder.hpp>
 #include <stag/graph/shape.hpp>
 #include <stag/graph/tensor.hpp>
+#include <stag/models/models.hpp>
 #include <stag/ops/registry.hpp>
 #include <stag/runtime/array.hpp>
 #include <stag/runtime/bind.hpp>

@@ -35,6 +35,11 @@ struct Tensor {
     b->set_leaf(id, leaf);
     return *this;
   }
+  // Makes the node a named graph output (readable after a run, kept by the planner).
+  constexpr Tensor output(std::string_view name) const {
+    b->add_output(id, name);
+    return *this;
+  }
   static std::string shape_string() { return stag::shape_string<S>(); }
 };
 

@@ -11,7 +11,7 @@
   /* sources */      X(input) X(parameter) X(constant) X(positions) X(numel)                     \
   /* binary */       X(add) X(sub) X(mul) X(div)                                                 \
   /* unary */        X(neg) X(exp) X(log) X(sqrt) X(rsqrt) X(pow_scalar) X(abs)                  \
-  /* activations */  X(relu) X(gelu) X(gelu_tanh) X(silu) X(sigmoid) X(tanh) X(unary_backward)   \
+  /* activations */  X(relu) X(gelu) X(gelu_tanh) X(silu) X(sigmoid) X(tanh) X(sin) X(cos) X(unary_backward)   \
   /* linear alg. */  X(matmul)                                                                   \
   /* layout */       X(permute) X(reshape) X(unsqueeze) X(squeeze) X(expand) X(slice) X(concat)  \
   /* layout bwd */   X(slice_backward)                                                           \

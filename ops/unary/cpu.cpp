@@ -81,6 +81,8 @@ STAG_UNARY_CPU(gelu_tanh)
 STAG_UNARY_CPU(silu)
 STAG_UNARY_CPU(sigmoid)
 STAG_UNARY_CPU(tanh)
+STAG_UNARY_CPU(sin)
+STAG_UNARY_CPU(cos)
 #undef STAG_UNARY_CPU
 
 // dx from (x, y, g): eltwise backward from the source x; the forward descriptor is the hint.

@@ -30,6 +30,8 @@ T forward(OpId op, T x, double p) {
     case OpId::silu: return x / (T(1) + std::exp(-x));
     case OpId::sigmoid: return T(1) / (T(1) + std::exp(-x));
     case OpId::tanh: return std::tanh(x);
+    case OpId::sin: return std::sin(x);
+    case OpId::cos: return std::cos(x);
     default: return x;
   }
 }
@@ -63,6 +65,8 @@ T backward(OpId op, T x, T y, T g, double p) {
     }
     case OpId::sigmoid: return g * y * (T(1) - y);
     case OpId::tanh: return g * (T(1) - y * y);
+    case OpId::sin: return g * std::cos(x);
+    case OpId::cos: return -g * std::sin(x);
     default: return g;
   }
 }

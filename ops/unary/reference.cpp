@@ -38,6 +38,8 @@ STAG_UNARY_REF(gelu_tanh)
 STAG_UNARY_REF(silu)
 STAG_UNARY_REF(sigmoid)
 STAG_UNARY_REF(tanh)
+STAG_UNARY_REF(sin)
+STAG_UNARY_REF(cos)
 #undef STAG_UNARY_REF
 
 void OpDef<OpId::unary_backward>::reference(const KernelArgs& a) {

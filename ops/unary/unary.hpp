@@ -1,5 +1,5 @@
 // Elementwise unary math and activations: neg, exp, log, sqrt, rsqrt, pow_scalar, abs, relu,
-// gelu (erf form), gelu_tanh, silu, sigmoid, tanh. Shape and dtype pass through unchanged.
+// gelu (erf form), gelu_tanh, silu, sigmoid, tanh, sin, cos (sinusoidal position tables). Shape and dtype pass through unchanged.
 // PyTorch: torch.exp(x), F.gelu(x), F.gelu(x, approximate="tanh"), F.silu(x), x.pow(p), ...
 // Their gradients share one op, unary_backward (attr i[0] = the forward op), so each backend
 // maps it to one eltwise-backward primitive. Attrs of pow_scalar: f[0] = the exponent.
@@ -39,6 +39,8 @@ STAG_UNARY_OPDEF(gelu_tanh, "gelu~")
 STAG_UNARY_OPDEF(silu, "silu")
 STAG_UNARY_OPDEF(sigmoid, "σ")
 STAG_UNARY_OPDEF(tanh, "tanh")
+STAG_UNARY_OPDEF(sin, "sin")
+STAG_UNARY_OPDEF(cos, "cos")
 #undef STAG_UNARY_OPDEF
 
 // dx of a unary op from its input x, output y and output gradient g.
@@ -77,6 +79,8 @@ STAG_UNARY_FN(gelu_tanh, false)
 STAG_UNARY_FN(silu, false)
 STAG_UNARY_FN(sigmoid, false)
 STAG_UNARY_FN(tanh, false)
+STAG_UNARY_FN(sin, false)
+STAG_UNARY_FN(cos, false)
 #undef STAG_UNARY_FN
 
 constexpr Ref pow_scalar(Ref x, double p) {

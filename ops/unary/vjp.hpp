@@ -23,6 +23,8 @@ STAG_UNARY_VJP(gelu_tanh)
 STAG_UNARY_VJP(silu)
 STAG_UNARY_VJP(sigmoid)
 STAG_UNARY_VJP(tanh)
+STAG_UNARY_VJP(sin)
+STAG_UNARY_VJP(cos)
 #undef STAG_UNARY_VJP
 
 }  // namespace stag

@@ -1,0 +1,145 @@
+// Attention as the articles build it: scaled dot-product attention with a boolean keep mask,
+// single-head attention with d_k != d_v, multi-head attention (self or cross, query length !=
+// key length), and grouped-query attention with rotary positions (minimind). Masks are typed:
+// multi-head attention takes a [batch|1, q_len|1, k_len] keep mask, so a [B, S] padding mask
+// must be unsqueezed (padding_keep) and a causal [S, S] mask combines with it by `&`.
+#pragma once
+
+#include <stag/models/layers.hpp>
+
+namespace stag {
+
+struct NoMask {};
+inline constexpr NoMask no_mask{};
+
+template <class Out, class Weights>
+struct Attention {
+  Out out;          // [..., q_len, d_v]
+  Weights weights;  // [..., q_len, k_len], named "weights" for inspection
+};
+
+// softmax(q k^T / sqrt(d_k), masked) v for q [..., Sq, Dk], k [..., Sk, Dk], v [..., Sk, Dv].
+// `keep` has the scores' rank and broadcasts to them; masked keys get weight 0 and a fully
+// masked query row gives zeros. PyTorch: F.scaled_dot_product_attention(q, k, v, attn_mask=keep).
+template <class SQ, class SK, class SV, DType T, class M>
+constexpr auto attention(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> v, M keep, double p_drop = 0.0) {
+  constexpr auto dk = last_dim<SQ>;
+  auto scores = [&] {
+    if constexpr (dim_value<dk>().is_static()) {
+      return matmul_nt(q, k) * (1.0 / cx::sqrt(static_cast<double>(dim_value<dk>().coef)));
+    } else {
+      return matmul_nt(q, k) * Tensor<Shape<>, T>{q.b, rsqrt(numel(q.ref(), 1u << (SQ::rank - 1), T)).id};
+    }
+  }();
+  auto w = [&] {
+    if constexpr (std::is_same_v<M, NoMask>)
+      return softmax<-1>(scores);
+    else
+      return softmax<-1>(scores, keep);
+  }();
+  w = w.named("weights");
+  return Attention<decltype(matmul(w, v)), decltype(w)>{matmul(maybe_dropout(w, p_drop), v), w};
+}
+
+// [B, S, H*Dh] -> [B, H, S, Dh] and back.
+template <auto H, class S, DType T>
+constexpr auto split_heads(Tensor<S, T> x) {
+  static_assert(S::rank == 3, "stag::split_heads: expects [batch, seq, d_model]");
+  constexpr auto b = dim_at<S, 0>, s = dim_at<S, 1>, d = dim_at<S, 2>;
+  return transpose<1, 2>(view<b, s, H, dim_quotient<d, H>>(x));
+}
+template <class S, DType T>
+constexpr auto merge_heads(Tensor<S, T> x) {
+  static_assert(S::rank == 4, "stag::merge_heads: expects [batch, heads, seq, head_dim]");
+  constexpr auto b = dim_at<S, 0>, h = dim_at<S, 1>, s = dim_at<S, 2>, dh = dim_at<S, 3>;
+  return view<b, s, prod<h, dh>>(transpose<1, 2>(x));
+}
+
+// A [B, S] padding keep mask as attention's [B, 1, S]; a causal [S, S] one as [1, S, S].
+template <class S>
+constexpr auto padding_keep(Tensor<S, DType::boolean> keep) {
+  return unsqueeze<1>(keep);
+}
+template <auto Len>
+constexpr auto causal_keep(Builder& g) {
+  return unsqueeze<0>(causal_mask<Len>(g));
+}
+
+struct AttentionOptions {
+  double dropout = 0.0;      // on the attention weights
+  bool bias = true;          // biases in the q, k, v, o projections
+  bool rope = false;         // rotary positions on q and k
+  double rope_theta = 10000.0;
+};
+
+namespace detail {
+template <class M>
+constexpr auto heads_mask(M keep) {
+  if constexpr (std::is_same_v<M, NoMask>) {
+    return keep;
+  } else {
+    static_assert(M::rank == 3,
+                  "stag::multi_head_attention: the keep mask must be [batch|1, q_len|1, k_len]; a [B, S] "
+                  "padding mask becomes [B, 1, S] with padding_keep(keep) (unsqueeze<1>)");
+    static_assert(M::dtype == DType::boolean, "stag::multi_head_attention: the keep mask must be bool");
+    return unsqueeze<1>(keep);  // [B|1, 1, Sq|1, Sk]: the same mask for every head
+  }
+}
+}  // namespace detail
+
+// Single-head attention with separate d_k and d_v (the articles' first step).
+template <auto Dk, auto Dv, class S, DType T, class M>
+constexpr auto single_head_attention(Scope s, Tensor<S, T> x, M keep, double p_drop = 0.0) {
+  auto guard = s.enter();
+  auto q = linear<Dk>(s / "w_q", x), k = linear<Dk>(s / "w_k", x);
+  auto v = linear<Dv>(s / "w_v", x);
+  return attention(q, k, v, keep, p_drop);
+}
+
+// Multi-head attention: project, split into H heads, attend, merge, project. Self-attention
+// passes the same tensor as xq and xkv; cross-attention passes the decoder state and the
+// encoder memory (q_len != k_len). PyTorch: nn.MultiheadAttention(D, H, batch_first=True).
+template <auto H, class SQ, class SKV, DType T, class M>
+constexpr auto multi_head_attention(Scope s, Tensor<SQ, T> xq, Tensor<SKV, T> xkv, M keep,
+                                    AttentionOptions o = {}) {
+  auto guard = s.enter();
+  constexpr auto d = last_dim<SQ>;
+  static_assert(dim_value<d>() == dim_value<last_dim<SKV>>(),
+                "stag::multi_head_attention: query and key/value inputs need the same d_model");
+  auto q = split_heads<H>(linear<d>(s / "w_q", xq, o.bias));
+  auto k = split_heads<H>(linear<d>(s / "w_k", xkv, o.bias));
+  auto v = split_heads<H>(linear<d>(s / "w_v", xkv, o.bias));
+  if (o.rope) {
+    q = rope(q, {.theta = o.rope_theta});
+    k = rope(k, {.theta = o.rope_theta});
+  }
+  auto a = attention(q, k, v, detail::heads_mask(keep), o.dropout);
+  auto out = linear<d>(s / "w_o", merge_heads(a.out), o.bias);
+  return Attention<decltype(out), decltype(a.weights)>{out, a.weights};
+}
+
+// Grouped-query attention (minimind, LLaMA 2): H query heads share KVH key/value heads (H a
+// multiple of KVH); rotary positions on q and k; no biases.
+template <auto H, auto KVH, class S, DType T, class M>
+constexpr auto grouped_query_attention(Scope s, Tensor<S, T> x, M keep, AttentionOptions o = {}) {
+  auto guard = s.enter();
+  constexpr auto b = dim_at<S, 0>, len = dim_at<S, 1>, d = dim_at<S, 2>;
+  constexpr auto dh = dim_quotient<d, H>;
+  constexpr auto group = dim_quotient<H, KVH>;
+  auto q = split_heads<H>(linear<d>(s / "q_proj", x, false));
+  auto k = split_heads<KVH>(linear<prod<KVH, dh>>(s / "k_proj", x, false));
+  auto v = split_heads<KVH>(linear<prod<KVH, dh>>(s / "v_proj", x, false));
+  if (o.rope) {
+    q = rope(q, {.theta = o.rope_theta});
+    k = rope(k, {.theta = o.rope_theta});
+  }
+  // Repeat each key/value head for its group of query heads: [B, KVH, S, Dh] -> [B, H, S, Dh].
+  auto repeat = [&](auto t) {
+    return view<b, H, len, dh>(expand<b, KVH, group, len, dh>(unsqueeze<2>(t)));
+  };
+  auto a = attention(q, repeat(k), repeat(v), detail::heads_mask(keep), o.dropout);
+  auto out = linear<d>(s / "o_proj", merge_heads(a.out), false);
+  return Attention<decltype(out), decltype(a.weights)>{out, a.weights};
+}
+
+}  // namespace stag

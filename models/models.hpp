@@ -1,0 +1,9 @@
+// All bundled models and building blocks.
+#pragma once
+
+#include <stag/models/attention.hpp>
+#include <stag/models/blocks.hpp>
+#include <stag/models/classifier.hpp>
+#include <stag/models/layers.hpp>
+#include <stag/models/lm.hpp>
+#include <stag/models/transformer.hpp>

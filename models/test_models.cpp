@@ -1,0 +1,35 @@
+// The bundled models build, their training graphs derive, and they run.
+#include "harness.hpp"
+
+namespace {
+using namespace stag;
+
+constexpr ClassifierConfig kCls{.vocab = 50, .max_len = 16, .d_model = 16, .heads = 2, .d_ff = 32, .layers = 2,
+                                .classes = 3, .dropout = 0.0};
+constexpr auto cls = model([](Builder& g) { return classifier<kCls>(g); });
+constexpr auto cls_train = grad<cls>();
+
+constexpr TransformerConfig kTf{.src_vocab = 30, .tgt_vocab = 40, .d_model = 16, .heads = 2, .d_ff = 32,
+                                .enc_layers = 2, .dec_layers = 2, .dropout = 0.0};
+constexpr auto tf = model([](Builder& g) { return transformer<kTf>(g); });
+constexpr auto tf_train = grad<tf>();
+
+constexpr LmConfig kLm{.vocab = 60, .d_model = 16, .heads = 4, .kv_heads = 2, .d_ff = 32, .layers = 2};
+constexpr auto lm = model([](Builder& g) { return language_model<kLm>(g); });
+constexpr auto lm_train = grad<lm>();
+
+static_assert(cls.count(op::softmax) == 2);
+static_assert(tf.count(op::softmax) == 2 + 2 * 2);
+static_assert(lm.count(op::rope) == 4);
+static_assert(cls_train.shape(cls_train.output("grad/enc.1.self_attn.w_q.weight")) == Shape<16, 16>::value);
+
+TEST_CASE("the classifier runs", "[models]") {
+  NamedArrays in{{"ids", th::random_array(DType::i32, {3, 7}, 1, 0, 50)},
+                 {"keep", th::random_array(DType::boolean, {3, 7}, 2)},
+                 {"label", th::random_array(DType::i32, {3}, 3, 0, 3)}};
+  const NamedArrays params = make_params(cls, {}, 1);
+  const Evaluation e = evaluate_reference(cls_train, in, params);
+  CHECK(std::isfinite(e.result().at(0)));
+}
+
+}  // namespace
