@@ -15,9 +15,11 @@ namespace {
 // NOTE: max subtracted before exp (no overflow); returns log(sum(exp(x))).
 STAG_VECTORIZED float log_sum_exp(const float* __restrict x, std::int64_t n) {
   float mx = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : mx)
   for (std::int64_t i = 0; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
   if (mx == -std::numeric_limits<float>::infinity()) return mx;
   float z = 0.f;
+#pragma omp simd reduction(+ : z)
   for (std::int64_t i = 0; i < n; ++i) z += vec::exp_approx(x[i] - mx);
   return mx + std::log(z);
 }

@@ -13,9 +13,11 @@ namespace {
 STAG_VECTORIZED void ln_row(const float* __restrict x, const float* __restrict w, const float* __restrict b,
                             float* __restrict y, std::int64_t n, float eps) {
   float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
   for (std::int64_t i = 0; i < n; ++i) sum += x[i];
   const float mean = sum / static_cast<float>(n);
   float ss = 0.f;
+#pragma omp simd reduction(+ : ss)
   for (std::int64_t i = 0; i < n; ++i) ss += (x[i] - mean) * (x[i] - mean);
   const float rstd = 1.f / std::sqrt(ss / static_cast<float>(n) + eps);  // NOTE: eps inside the sqrt
   if (w)
@@ -28,12 +30,15 @@ STAG_VECTORIZED void ln_row(const float* __restrict x, const float* __restrict w
 STAG_VECTORIZED void ln_row_backward(const float* __restrict x, const float* __restrict w, const float* __restrict g,
                                      float* __restrict dx, std::int64_t n, float eps) {
   float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
   for (std::int64_t i = 0; i < n; ++i) sum += x[i];
   const float mean = sum / static_cast<float>(n);
   float ss = 0.f;
+#pragma omp simd reduction(+ : ss)
   for (std::int64_t i = 0; i < n; ++i) ss += (x[i] - mean) * (x[i] - mean);
   const float rstd = 1.f / std::sqrt(ss / static_cast<float>(n) + eps);
   float sg = 0.f, sgx = 0.f;
+#pragma omp simd reduction(+ : sg, sgx)
   for (std::int64_t i = 0; i < n; ++i) {
     const float gh = w ? g[i] * w[i] : g[i];
     sg += gh;

@@ -11,6 +11,7 @@ namespace {
 STAG_VECTORIZED void rms_row(const float* __restrict x, const float* __restrict w, float* __restrict y, std::int64_t n,
                              float eps) {
   float ss = 0.f;
+#pragma omp simd reduction(+ : ss)
   for (std::int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
   const float rstd = 1.f / std::sqrt(ss / static_cast<float>(n) + eps);  // NOTE: eps inside the sqrt
   if (w)
@@ -23,9 +24,11 @@ STAG_VECTORIZED void rms_row(const float* __restrict x, const float* __restrict 
 STAG_VECTORIZED void rms_row_backward(const float* __restrict x, const float* __restrict w, const float* __restrict g,
                                       float* __restrict dx, std::int64_t n, float eps) {
   float ss = 0.f;
+#pragma omp simd reduction(+ : ss)
   for (std::int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
   const float rstd = 1.f / std::sqrt(ss / static_cast<float>(n) + eps);
   float sgx = 0.f;
+#pragma omp simd reduction(+ : sgx)
   for (std::int64_t i = 0; i < n; ++i) sgx += (w ? g[i] * w[i] : g[i]) * x[i] * rstd;
   const float c = sgx / static_cast<float>(n);
   for (std::int64_t i = 0; i < n; ++i) dx[i] = rstd * ((w ? g[i] * w[i] : g[i]) - x[i] * rstd * c);

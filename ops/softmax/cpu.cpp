@@ -4,6 +4,7 @@
 // masked row gives zeros (oneDNN has no masked softmax).
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include <stag/ops/cpu_kernel.hpp>
 #include <stag/ops/softmax/softmax.hpp>
@@ -51,22 +52,30 @@ std::unique_ptr<CpuKernel> backward(const CpuNode& n, bool log) {
                                             impl_name(pd) + ")");
 }
 
-// One row of a masked softmax: m[k * ms] says whether position k is kept.
-STAG_VECTORIZED void masked_softmax_row(const float* __restrict x, const bool* __restrict m, std::int64_t ms,
-                                        float* __restrict y, std::int64_t len) {
-  float mx = -std::numeric_limits<float>::infinity();
-  for (std::int64_t k = 0; k < len; ++k) mx = m[k * ms] && x[k] > mx ? x[k] : mx;
-  if (mx == -std::numeric_limits<float>::infinity()) {  // NOTE: fully masked row: zeros
+// One row of a masked softmax with a contiguous mask row (m[k]: position k is kept). The
+// reductions use `omp simd` so that they vectorise without -ffast-math.
+STAG_VECTORIZED void masked_softmax_row(const float* __restrict x, const bool* __restrict m, float* __restrict y,
+                                        std::int64_t len) {
+  constexpr float ninf = -std::numeric_limits<float>::infinity();
+  float mx = ninf;
+#pragma omp simd reduction(max : mx)
+  for (std::int64_t k = 0; k < len; ++k) {
+    const float v = m[k] ? x[k] : ninf;
+    mx = v > mx ? v : mx;
+  }
+  if (mx == ninf) {  // NOTE: fully masked row: zeros, not NaN
     for (std::int64_t k = 0; k < len; ++k) y[k] = 0.f;
     return;
   }
   float z = 0.f;
+#pragma omp simd reduction(+ : z)
   for (std::int64_t k = 0; k < len; ++k) {
-    const float e = m[k * ms] ? vec::exp_approx(x[k] - mx) : 0.f;
+    const float e = m[k] ? vec::exp_approx(x[k] - mx) : 0.f;
     y[k] = e;
     z += e;
   }
   const float inv = 1.f / z;
+#pragma omp simd
   for (std::int64_t k = 0; k < len; ++k) y[k] *= inv;
 }
 
@@ -78,6 +87,8 @@ class MaskedSoftmax final : public CpuKernel {
     kernel::broadcast_strides(m_, y_.rank, y_.dims, mstride_);
     len_ = y_.dims[y_.rank - 1];
     rows_ = len_ ? y_.numel() / len_ : 0;
+    ones_.assign(static_cast<std::size_t>(len_), 1);
+    zeros_.assign(static_cast<std::size_t>(len_), 0);
   }
   void run() override {
     const float* x = x_.as<const float>();
@@ -90,7 +101,13 @@ class MaskedSoftmax final : public CpuKernel {
         moff += (rem % y_.dims[d]) * mstride_[d];
         rem /= y_.dims[d];
       }
-      masked_softmax_row(x + r * len_, m + moff, mstride_[y_.rank - 1], y + r * len_, len_);
+      const std::int64_t ms = mstride_[y_.rank - 1];
+      if (ms == 1) {
+        masked_softmax_row(x + r * len_, m + moff, y + r * len_, len_);
+      } else {  // the mask is constant along the row: all kept or all masked
+        const bool* row_mask = reinterpret_cast<const bool*>(m[moff] ? ones_.data() : zeros_.data());
+        masked_softmax_row(x + r * len_, row_mask, y + r * len_, len_);
+      }
     }
   }
   std::string describe() const override { return "own masked softmax"; }
@@ -99,6 +116,7 @@ class MaskedSoftmax final : public CpuKernel {
   TensorView x_, m_, y_;
   std::int64_t mstride_[kMaxRank] = {};
   std::int64_t len_ = 0, rows_ = 0;
+  std::vector<char> ones_, zeros_;
 };
 
 }  // namespace
