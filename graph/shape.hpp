@@ -207,7 +207,8 @@ std::string dim_string() {
   } else {
     return []<std::int64_t C, auto... S>(Prod<C, S...>) {
       std::string out = C == 1 ? "" : std::to_string(C);
-      ((out += (out.empty() ? "" : "*") + std::string(decltype(S)::name)), ...);
+      // NOTE: appends, not `"*" + std::string(...)`: g++ 12 warns falsely (-Wrestrict) on that.
+      ((out += out.empty() ? "" : "*", out += decltype(S)::name), ...);
       return out;
     }(D);
   }
@@ -218,7 +219,7 @@ std::string shape_string() {
   return []<auto... Ds>(Shape<Ds...>) {
     std::string out = "[";
     bool first = true;
-    ((out += (first ? "" : ", ") + dim_string<Ds>(), first = false), ...);
+    ((out += first ? "" : ", ", out += dim_string<Ds>(), first = false), ...);
     return out + "]";
   }(S{});
 }
