@@ -237,19 +237,37 @@ constexpr void run_model(Builder& b) {
 }
 }  // namespace detail
 
+namespace detail {
+template <class F>
+constexpr GraphSizes model_sizes() {
+  Builder b;
+  run_model<F>(b);
+  return b.sizes();
+}
+template <class F, GraphSizes Z>
+consteval Graph<Z> build_model() {
+  Builder b;
+  b.nodes.reserve(Z.nodes);
+  run_model<F>(b);
+  return b.freeze<Z>();
+}
+}  // namespace detail
+
 // Builds a model graph at compile time. `fn` is a captureless lambda `(stag::Builder&) -> T`;
 // if it returns a tensor, that node is the graph's result (the loss, for training graphs).
+// A GraphError thrown while building shows the throw's message once: the second pass is a
+// separate template, so a failed first pass does not cascade into errors about Graph<error>.
 template <class F>
 consteval auto model(F) {
-  constexpr GraphSizes z = [] {
-    Builder b;
-    detail::run_model<F>(b);
-    return b.sizes();
-  }();
-  Builder b;
-  b.nodes.reserve(z.nodes);
-  detail::run_model<F>(b);
-  return b.freeze<z>();
+#if defined(__clang__)
+  // clang says why a constant failed only when it initialises a named variable.
+  constexpr GraphSizes z = detail::model_sizes<F>();
+  return detail::build_model<F, z>();
+#else
+  // g++ reports a failed named constant again at every use (eight more errors); as a
+  // template argument it is reported once, with the throw's line.
+  return detail::build_model<F, detail::model_sizes<F>()>();
+#endif
 }
 
 }  // namespace stag

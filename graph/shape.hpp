@@ -207,6 +207,7 @@ std::string dim_string() {
   } else {
     return []<std::int64_t C, auto... S>(Prod<C, S...>) {
       std::string out = C == 1 ? "" : std::to_string(C);
+      // NOTE: appends, not `"*" + std::string(...)`: g++ 12 warns falsely (-Wrestrict) on that.
       ((out += out.empty() ? "" : "*", out += decltype(S)::name), ...);
       return out;
     }(D);

@@ -2,7 +2,9 @@
 // the graph node, the run state) and small helpers for the reference kernels (plain loops).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -142,22 +144,53 @@ inline std::uint16_t float_to_bf16(float f) {
   return static_cast<std::uint16_t>(w >> 16);
 }
 
-inline double saturate(double x, double limit) {
-  if (x != x) return 0;
-  return x > limit ? limit : (x < -limit - 1 ? -limit - 1 : x);
+// Rounds any value (f64, i64) to the nearest bf16, ties to even, in one rounding.
+// NOTE: rounding to f32 first and then to bf16 rounds twice (1 + 2^-8 + 2^-30 would become the
+// tie 1 + 2^-8 and then 1). Rounding to f32 *to odd* (truncate, then set the last bit when
+// inexact) keeps the information a second rounding needs, as f32 has 16 more bits than bf16.
+inline std::uint16_t to_bf16(long double x) {
+  float f = static_cast<float>(x);
+  if (x == x && std::isfinite(f) && static_cast<long double>(f) != x) {
+    if (std::fabs(static_cast<long double>(f)) > std::fabs(x)) f = std::nextafter(f, 0.0f);
+    std::uint32_t w;
+    __builtin_memcpy(&w, &f, 4);
+    w |= 1u;
+    __builtin_memcpy(&f, &w, 4);
+  }
+  return float_to_bf16(f);
 }
 
-inline void store(const TensorView& v, std::int64_t off, double x) {
+// NOTE: float -> int truncates toward zero, saturates at the type's limits and maps NaN to 0
+// (a plain static_cast would be undefined behaviour outside the range).
+template <class I>
+I to_integer(long double x) {
+  constexpr long double lo = static_cast<long double>(std::numeric_limits<I>::min());  // -2^(b-1)
+  if (x != x) return 0;
+  if (x >= -lo) return std::numeric_limits<I>::max();
+  if (x < lo) return std::numeric_limits<I>::min();
+  return static_cast<I>(x);
+}
+
+// Reads element `off` exactly: every stag dtype, i64 included, fits a long double's mantissa
+// (64 bits on x86-64, 113 on AArch64). Used where a detour through double would round.
+inline long double load_exact(const TensorView& v, std::int64_t off) {
+  if (v.dtype == DType::i64) return static_cast<long double>(v.as<const std::int64_t>()[off]);
+  return load(v, off);
+}
+
+// Writes `x` to element `off`, rounding once to the view's dtype (see to_bf16, to_integer).
+inline void store_exact(const TensorView& v, std::int64_t off, long double x) {
   switch (v.dtype) {
     case DType::f32: v.as<float>()[off] = static_cast<float>(x); return;
-    case DType::f64: v.as<double>()[off] = x; return;
-    // NOTE: float -> int saturates and maps NaN to 0 (a plain static_cast would be UB).
-    case DType::i32: v.as<std::int32_t>()[off] = static_cast<std::int32_t>(saturate(x, 2147483647.0)); return;
-    case DType::i64: v.as<std::int64_t>()[off] = static_cast<std::int64_t>(saturate(x, 9.2e18)); return;
-    case DType::boolean: v.as<bool>()[off] = x != 0.0; return;
-    case DType::bf16: v.as<std::uint16_t>()[off] = float_to_bf16(static_cast<float>(x)); return;
+    case DType::f64: v.as<double>()[off] = static_cast<double>(x); return;
+    case DType::i32: v.as<std::int32_t>()[off] = to_integer<std::int32_t>(x); return;
+    case DType::i64: v.as<std::int64_t>()[off] = to_integer<std::int64_t>(x); return;
+    case DType::boolean: v.as<bool>()[off] = x != 0; return;
+    case DType::bf16: v.as<std::uint16_t>()[off] = to_bf16(x); return;
   }
 }
+
+inline void store(const TensorView& v, std::int64_t off, double x) { store_exact(v, off, x); }
 
 // Dispatches a kernel body templated on the float type (float in f32 runs, double in f64 runs).
 template <class Fn>

@@ -24,8 +24,11 @@ bool Bindings::operator<(const Bindings& o) const {
 
 std::string Bindings::describe(const GraphView& g) const {
   std::string s;
-  for (const auto& [k, v] : values_)
-    s += (s.empty() ? "" : ", ") + std::string(g.sym_name(k)) + "=" + std::to_string(v);
+  // NOTE: appends, not `", " + std::string(...)`: g++ 12 warns falsely (-Wrestrict) on that.
+  for (const auto& [k, v] : values_) {
+    s += s.empty() ? "" : ", ";
+    s.append(g.sym_name(k)).append("=").append(std::to_string(v));
+  }
   return s;
 }
 
@@ -45,7 +48,7 @@ namespace {
 std::string dim_text(const GraphView& g, const DimV& d) {
   std::string s = (d.coef != 1 || d.nsym == 0) ? std::to_string(d.coef) : "";
   for (int i = 0; i < d.nsym; ++i) {
-    if (!s.empty()) s += '*';
+    s += s.empty() ? "" : "*";  // appends: see Bindings::describe
     s += g.sym_name(d.sym[i]);
   }
   return s;
@@ -146,7 +149,7 @@ struct Binder {
 std::string list_names(const GraphView& g, std::uint8_t flag) {
   std::string s;
   for (int n = 0; n < g.size(); ++n)
-    if (g.node(n).flags & flag) s += (s.empty() ? "" : ", ") + g.name(n);
+    if (g.node(n).flags & flag) s.append(s.empty() ? "" : ", ").append(g.name(n));
   return s;
 }
 

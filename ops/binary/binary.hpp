@@ -3,6 +3,8 @@
 // Shapes broadcast from the right; a dim broadcasts when it is 1; symbols are equal only by
 // name, so [B, S, D] + [B, T, D] is an error even if S and T are bound to the same number.
 // PyTorch: torch.add / sub / mul / div. Operands must have the same dtype (no promotion).
+// Integers wrap around on overflow; integer div truncates toward zero (torch.div(a, b,
+// rounding_mode="trunc")) and a zero divisor is a run-time stag::Error.
 #pragma once
 
 #include <stag/ops/constant/constant.hpp>
@@ -66,9 +68,22 @@ template <class SA, DType TA, class SB, DType TB>
 constexpr auto operator/(Tensor<SA, TA> a, Tensor<SB, TB> b) { return div(a, b); }
 
 // Tensor-scalar arithmetic: the scalar becomes a [] constant of the tensor's dtype.
+// NOTE: with an integer tensor the scalar must be a whole number that fits the dtype; otherwise
+// `ids * 0.5` would silently multiply by 0, so graph building stops. Each message is on its
+// throw line: compilers echo that line (clang only its first line) with the error.
+constexpr Ref scalar_operand(Builder& g, double v, DType t) {
+  if (is_integer(t)) {
+    const double lo = t == DType::i32 ? -2147483648.0 : -9223372036854775808.0;
+    if (!(v >= lo && v < -lo))  // also refuses NaN
+      throw GraphError("stag: scalar out of range for the integer tensor's dtype; cast it first");
+    if (static_cast<double>(static_cast<std::int64_t>(v)) != v)
+      throw GraphError("stag: fractional scalar with an integer tensor; cast<f32>(x) first");
+  }
+  return scalar(g, v, t);
+}
 template <class S, DType T>
 constexpr auto scalar_like(Tensor<S, T> a, double v) {
-  return Tensor<Shape<>, T>{a.b, scalar(*a.b, v, T).id};
+  return Tensor<Shape<>, T>{a.b, scalar_operand(*a.b, v, T).id};
 }
 template <class S, DType T>
 constexpr auto operator+(Tensor<S, T> a, double s) { return add(a, scalar_like(a, s)); }
@@ -91,7 +106,7 @@ constexpr Ref operator+(Ref a, Ref b) { return add(a, b); }
 constexpr Ref operator-(Ref a, Ref b) { return sub(a, b); }
 constexpr Ref operator*(Ref a, Ref b) { return mul(a, b); }
 constexpr Ref operator/(Ref a, Ref b) { return div(a, b); }
-constexpr Ref operator*(Ref a, double s) { return mul(a, scalar(*a.b, s, a.dtype())); }
-constexpr Ref operator+(Ref a, double s) { return add(a, scalar(*a.b, s, a.dtype())); }
+constexpr Ref operator*(Ref a, double s) { return mul(a, scalar_operand(*a.b, s, a.dtype())); }
+constexpr Ref operator+(Ref a, double s) { return add(a, scalar_operand(*a.b, s, a.dtype())); }
 
 }  // namespace stag

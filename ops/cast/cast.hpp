@@ -1,5 +1,8 @@
-// cast: convert to another dtype. Floats round to nearest (bf16: round to nearest even),
-// float to int truncates toward zero, bool is 1/0. PyTorch: x.to(dtype).
+// cast: convert to another dtype. Floats round to nearest even, once (f64 -> bf16 and
+// i64 -> f32 do not go through an intermediate type); float to int truncates toward zero and
+// saturates at the type's limits, NaN -> 0; int to a narrower int saturates; bool is 1/0 and
+// anything nonzero (NaN too) casts to true. PyTorch: x.to(dtype) (which wraps out-of-range
+// values instead of saturating).
 //   cast<f32>(keep [B, S] bool) -> [B, S] f32
 // Gradient: cast back to the input's dtype (only between float types; none into ints).
 #pragma once

@@ -3,6 +3,7 @@
 // Each input dim must equal the target's or be 1 (numpy rules). PyTorch: x.expand(...).
 #pragma once
 
+#include <stag/ops/constant/constant.hpp>
 #include <stag/ops/op.hpp>
 
 namespace stag {
@@ -28,7 +29,10 @@ constexpr auto expand(Tensor<S, T> x) {
   static_assert(r.err != ShapeErr::expand,
                 "stag::expand: each input dim must equal the target dim or be 1");
   register_syms<Target>(*x.b);
-  if constexpr (r.ok()) return Tensor<Target, T>{x.b, expand(x.ref(), Target::value).id}; else return x;
+  if constexpr (r.ok())
+    return Tensor<Target, T>{x.b, expand(x.ref(), Target::value).id};
+  else
+    return Tensor<Target, T>{x.b, full(*x.b, Target::value, 0, T).id};  // NOTE: see view
 }
 
 }  // namespace stag

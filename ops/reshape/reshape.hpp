@@ -7,6 +7,7 @@
 // PyTorch: x.view(...), x.unsqueeze(d), x.squeeze(d).
 #pragma once
 
+#include <stag/ops/constant/constant.hpp>
 #include <stag/ops/op.hpp>
 
 namespace stag {
@@ -35,6 +36,9 @@ constexpr Ref reshape(Ref x, const ShapeV& target) {
   return emit(OpId::reshape, "view", {x}, algebra::reshape(x.shape(), target, x.dtype()));
 }
 
+// NOTE: when a static_assert fails, view (like expand and squeeze) returns a placeholder
+// constant of the shape asked for, so that the user's later lines neither fail their own
+// checks nor throw during graph building: one mistake, one error. The graph is never used.
 template <auto... Ds, class S, DType T>
 constexpr auto view(Tensor<S, T> x) {
   using Target = canonical_t<Shape<Ds...>>;
@@ -49,7 +53,7 @@ constexpr auto view(Tensor<S, T> x) {
   if constexpr (r.ok())
     return Tensor<Target, T>{x.b, reshape(x.ref(), Target::value).id};
   else
-    return x;
+    return Tensor<Target, T>{x.b, full(*x.b, Target::value, 0, T).id};  // NOTE: see below
 }
 
 constexpr Ref unsqueeze(Ref x, int axis) {
@@ -76,8 +80,21 @@ template <int Axis, class S, DType T>
 constexpr auto squeeze(Tensor<S, T> x) {
   constexpr ShapeResult r = algebra::squeeze(S::value, Axis, T);
   static_assert(r.err != ShapeErr::axis, "stag::squeeze: axis out of range");
-  static_assert(r.err != ShapeErr::not_one, "stag::squeeze: the squeezed dim is not 1");
-  if constexpr (r.ok()) return typed<r.shape, T, S>(squeeze(x.ref(), Axis)); else return x;
+  static_assert(r.err != ShapeErr::not_one,
+                "stag::squeeze: the squeezed dim is not 1; check the axis (a longer dim must be reduced, e.g. with sum or max)");
+  if constexpr (r.ok()) {
+    return typed<r.shape, T, S>(squeeze(x.ref(), Axis));
+  } else if constexpr (r.err == ShapeErr::not_one) {
+    // NOTE: see view: a placeholder of the shape asked for (the dim dropped).
+    constexpr ShapeV dropped = [] {
+      ShapeV s = S::value;
+      s.dims[normalize_axis(Axis, s.rank)] = static_dim(1);
+      return algebra::squeeze(s, Axis).shape;
+    }();
+    return typed<dropped, T, S>(full(*x.b, dropped, 0, T));
+  } else {
+    return x;
+  }
 }
 
 }  // namespace stag

@@ -21,7 +21,7 @@ T forward(OpId op, T x, double p) {
     case OpId::rsqrt: return T(1) / std::sqrt(x);
     case OpId::pow_scalar: return std::pow(x, static_cast<T>(p));
     case OpId::abs: return std::abs(x);
-    case OpId::relu: return x > T(0) ? x : T(0);
+    case OpId::relu: return x < T(0) ? T(0) : x;  // NOTE: NaN stays NaN, as in PyTorch
     case OpId::gelu: return T(0.5) * x * (T(1) + std::erf(x / std::sqrt(T(2))));
     case OpId::gelu_tanh: {
       const T u = static_cast<T>(kSqrt2OverPi) * (x + static_cast<T>(kGeluTanhC) * x * x * x);

@@ -1,19 +1,34 @@
 // Reference kernels of the unary ops and of unary_backward (formulas in math.hpp).
+#include <cstdint>
+#include <type_traits>
+
 #include <stag/ops/kernel.hpp>
 #include <stag/ops/unary/math.hpp>
 #include <stag/ops/unary/unary.hpp>
 
 namespace stag {
 namespace {
+// neg and abs on integers, exact in the integer type. NOTE: -INT_MIN does not exist; like
+// PyTorch the result wraps to INT_MIN (computed in the unsigned type, never signed overflow).
+template <class T>
+void integer_forward(const KernelArgs& a, OpId op) {
+  using U = std::make_unsigned_t<T>;
+  const TensorView& x = a.in[0];
+  const T* in = x.as<const T>();
+  T* out = a.out.as<T>();
+  for (std::int64_t i = 0, n = a.out.numel(); i < n; ++i) {
+    const T v = in[kernel::offset_of(x, i)];
+    const T negated = static_cast<T>(U(0) - static_cast<U>(v));
+    out[i] = op == OpId::neg || v < 0 ? negated : v;
+  }
+}
+
 void forward(const KernelArgs& a, OpId op) {
   const double p = a.attr().f[0];
   const TensorView& x = a.in[0];
   const std::int64_t n = a.out.numel();
-  if (!is_float(a.out.dtype)) {  // neg and abs on integers
-    for (std::int64_t i = 0; i < n; ++i)
-      kernel::store(a.out, i, unary_math::forward(op, kernel::load(x, kernel::offset_of(x, i)), p));
-    return;
-  }
+  if (a.out.dtype == DType::i32) return integer_forward<std::int32_t>(a, op);
+  if (a.out.dtype == DType::i64) return integer_forward<std::int64_t>(a, op);
   kernel::with_float(a.out.dtype, [&](auto zero) {
     using T = decltype(zero);
     T* out = a.out.as<T>();

@@ -59,29 +59,33 @@ constexpr Ref unary(OpId id, std::string_view name, Ref x, bool ints_ok = false,
   return emit(id, name, {x}, rules::unary(x.shape(), x.dtype(), ints_ok), f0 != 0 ? &a : nullptr);
 }
 
-#define STAG_UNARY_FN(fn, ints_ok)                                                               \
+// The typed front-ends: one static_assert, and no node when it fails (one error, no cascade).
+#define STAG_UNARY_FN(fn, ints_ok, message)                                                      \
   constexpr Ref fn(Ref x) { return unary(OpId::fn, #fn, x, ints_ok); }                           \
   template <class S, DType T>                                                                    \
   constexpr auto fn(Tensor<S, T> x) {                                                            \
-    static_assert(rules::unary(S::value, T, ints_ok).ok(),                                       \
-                  "stag::" #fn ": input must be a floating point tensor (f32 or f64)");          \
-    return Tensor<S, T>{x.b, fn(x.ref()).id};                                                    \
+    constexpr bool ok = rules::unary(S::value, T, ints_ok).ok();                                 \
+    static_assert(ok, "stag::" #fn ": " message);                                                \
+    if constexpr (ok) return Tensor<S, T>{x.b, fn(x.ref()).id}; else return x;                   \
   }
-STAG_UNARY_FN(neg, true)
-STAG_UNARY_FN(exp, false)
-STAG_UNARY_FN(log, false)
-STAG_UNARY_FN(sqrt, false)
-STAG_UNARY_FN(rsqrt, false)
-STAG_UNARY_FN(abs, true)
-STAG_UNARY_FN(relu, false)
-STAG_UNARY_FN(gelu, false)
-STAG_UNARY_FN(gelu_tanh, false)
-STAG_UNARY_FN(silu, false)
-STAG_UNARY_FN(sigmoid, false)
-STAG_UNARY_FN(tanh, false)
-STAG_UNARY_FN(sin, false)
-STAG_UNARY_FN(cos, false)
+#define STAG_FLOAT_ONLY "input must be f32 or f64; for an integer tensor write cast<f32>(x) first"
+#define STAG_NUMERIC "input must be f32, f64, i32 or i64 (not bool or bf16)"
+STAG_UNARY_FN(neg, true, STAG_NUMERIC)
+STAG_UNARY_FN(exp, false, STAG_FLOAT_ONLY)
+STAG_UNARY_FN(log, false, STAG_FLOAT_ONLY)
+STAG_UNARY_FN(sqrt, false, STAG_FLOAT_ONLY)
+STAG_UNARY_FN(rsqrt, false, STAG_FLOAT_ONLY)
+STAG_UNARY_FN(abs, true, STAG_NUMERIC)
+STAG_UNARY_FN(relu, false, STAG_FLOAT_ONLY)
+STAG_UNARY_FN(gelu, false, STAG_FLOAT_ONLY)
+STAG_UNARY_FN(gelu_tanh, false, STAG_FLOAT_ONLY)
+STAG_UNARY_FN(silu, false, STAG_FLOAT_ONLY)
+STAG_UNARY_FN(sigmoid, false, STAG_FLOAT_ONLY)
+STAG_UNARY_FN(tanh, false, STAG_FLOAT_ONLY)
+STAG_UNARY_FN(sin, false, STAG_FLOAT_ONLY)
+STAG_UNARY_FN(cos, false, STAG_FLOAT_ONLY)
 #undef STAG_UNARY_FN
+#undef STAG_NUMERIC
 
 constexpr Ref pow_scalar(Ref x, double p) {
   Attrs a;
@@ -90,9 +94,11 @@ constexpr Ref pow_scalar(Ref x, double p) {
 }
 template <class S, DType T>
 constexpr auto pow_scalar(Tensor<S, T> x, double p) {
-  static_assert(rules::unary(S::value, T, false).ok(), "stag::pow_scalar: input must be floating point");
-  return Tensor<S, T>{x.b, pow_scalar(x.ref(), p).id};
+  constexpr bool ok = rules::unary(S::value, T, false).ok();
+  static_assert(ok, "stag::pow_scalar: " STAG_FLOAT_ONLY);
+  if constexpr (ok) return Tensor<S, T>{x.b, pow_scalar(x.ref(), p).id}; else return x;
 }
+#undef STAG_FLOAT_ONLY
 
 template <class S, DType T>
 constexpr auto operator-(Tensor<S, T> x) { return neg(x); }
