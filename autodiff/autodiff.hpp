@@ -21,14 +21,22 @@ constexpr void missing_vjp(VjpCtx&) {
       "'missing_vjp<...>' frame above. Wrap its input in stop_gradient or give the op a VJP.");
 }
 
-inline constexpr std::array<VjpFn, kOpCount> kVjpOrMissing = [] {
-  std::array<VjpFn, kOpCount> t{};
-#define STAG_X(name) \
-  t[static_cast<int>(OpId::name)] = kOpVjps[static_cast<int>(OpId::name)] ? kOpVjps[static_cast<int>(OpId::name)] : &missing_vjp<OpId::name>;
-  STAG_OP_LIST(STAG_X)
+// Chosen with `if constexpr` rather than by comparing kOpVjps' entries with null: under
+// -fsanitize=undefined g++ 12 refuses such a function-pointer comparison in a constant
+// expression, which broke the STAG_SANITIZE build.
+template <OpId Id>
+constexpr VjpFn vjp_or_missing() {
+  if constexpr (requires { &OpDef<Id>::vjp; })
+    return &OpDef<Id>::vjp;
+  else
+    return &missing_vjp<Id>;
+}
+
+inline constexpr std::array<VjpFn, kOpCount> kVjpOrMissing = {
+#define STAG_X(name) vjp_or_missing<OpId::name>(),
+    STAG_OP_LIST(STAG_X)
 #undef STAG_X
-  return t;
-}();
+};
 
 constexpr Builder builder_from(const GraphView& g) {
   Builder b;
