@@ -207,7 +207,7 @@ std::string dim_string() {
   } else {
     return []<std::int64_t C, auto... S>(Prod<C, S...>) {
       std::string out = C == 1 ? "" : std::to_string(C);
-      ((out += (out.empty() ? "" : "*") + std::string(decltype(S)::name)), ...);
+      ((out += out.empty() ? "" : "*", out += decltype(S)::name), ...);
       return out;
     }(D);
   }
@@ -218,7 +218,7 @@ std::string shape_string() {
   return []<auto... Ds>(Shape<Ds...>) {
     std::string out = "[";
     bool first = true;
-    ((out += (first ? "" : ", ") + dim_string<Ds>(), first = false), ...);
+    ((out += first ? "" : ", ", out += dim_string<Ds>(), first = false), ...);
     return out + "]";
   }(S{});
 }

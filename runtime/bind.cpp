@@ -39,7 +39,10 @@ std::vector<std::int64_t> concrete_dims(const ShapeV& s, const Bindings& b) {
 namespace {
 std::string dim_text(const GraphView& g, const DimV& d) {
   std::string s = (d.coef != 1 || d.nsym == 0) ? std::to_string(d.coef) : "";
-  for (int i = 0; i < d.nsym; ++i) s += (s.empty() ? "" : "*") + std::string(g.sym_name(d.sym[i]));
+  for (int i = 0; i < d.nsym; ++i) {
+    if (!s.empty()) s += '*';
+    s += g.sym_name(d.sym[i]);
+  }
   return s;
 }
 }  // namespace
