@@ -3,6 +3,7 @@
 
 #include <stag/autodiff/autodiff.hpp>
 #include <stag/graph/builder.hpp>
+#include <stag/graph/dot.hpp>
 #include <stag/graph/shape.hpp>
 #include <stag/graph/tensor.hpp>
 #include <stag/ops/registry.hpp>
@@ -10,3 +11,4 @@
 #include <stag/runtime/bind.hpp>
 #include <stag/runtime/params.hpp>
 #include <stag/runtime/reference.hpp>
+#include <stag/runtime/render.hpp>
