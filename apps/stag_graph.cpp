@@ -123,7 +123,9 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const stag::Error& e) {
-    std::fprintf(stderr, "stag-graph: %s\n", e.what());
+    std::string_view msg = e.what();
+    if (msg.substr(0, 6) == "stag: ") msg.remove_prefix(6);
+    std::fprintf(stderr, "stag-graph: %.*s\n", static_cast<int>(msg.size()), msg.data());
     return 1;
   }
 }
