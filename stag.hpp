@@ -4,6 +4,7 @@
 #include <stag/autodiff/autodiff.hpp>
 #include <stag/autodiff/optimizer.hpp>
 #include <stag/graph/builder.hpp>
+#include <stag/graph/dot.hpp>
 #include <stag/graph/shape.hpp>
 #include <stag/graph/tensor.hpp>
 #include <stag/models/models.hpp>
@@ -13,3 +14,4 @@
 #include <stag/runtime/params.hpp>
 #include <stag/runtime/reference.hpp>
 #include <stag/runtime/session.hpp>
+#include <stag/runtime/render.hpp>

@@ -21,16 +21,22 @@ constexpr void missing_vjp(VjpCtx&) {
       "'missing_vjp<...>' frame above. Wrap its input in stop_gradient or give the op a VJP.");
 }
 
-inline constexpr std::array<VjpFn, kOpCount> kVjpOrMissing = [] {
-  std::array<VjpFn, kOpCount> t{};
-#define STAG_X(name)                                                            \
-  t[static_cast<int>(OpId::name)] = kOpVjps[static_cast<int>(OpId::name)]       \
-                                        ? kOpVjps[static_cast<int>(OpId::name)] \
-                                        : &missing_vjp<OpId::name>;
-  STAG_OP_LIST(STAG_X)
+// Chosen with `if constexpr` rather than by comparing kOpVjps' entries with null: under
+// -fsanitize=undefined g++ 12 refuses such a function-pointer comparison in a constant
+// expression, which broke the STAG_SANITIZE build.
+template <OpId Id>
+constexpr VjpFn vjp_or_missing() {
+  if constexpr (requires { &OpDef<Id>::vjp; })
+    return &OpDef<Id>::vjp;
+  else
+    return &missing_vjp<Id>;
+}
+
+inline constexpr std::array<VjpFn, kOpCount> kVjpOrMissing = {
+#define STAG_X(name) vjp_or_missing<OpId::name>(),
+    STAG_OP_LIST(STAG_X)
 #undef STAG_X
-  return t;
-}();
+};
 
 constexpr Builder builder_from(const GraphView& g) {
   Builder b;
@@ -57,8 +63,8 @@ constexpr int append_backward(Builder& b, std::span<const std::string_view> wrt_
   const GraphView fv = b.view();
 
   // Which nodes carry gradient: parameters, requested inputs, and float nodes fed by them.
-  // std::vector<char>, not vector<bool>: clang 14 cannot evaluate libstdc++ 12's
-  // vector<bool> in a constant expression ("assignment to object outside its lifetime").
+  // (vector<char>, not vector<bool>: clang 14 cannot evaluate libstdc++'s vector<bool> in a
+  // constant expression.)
   std::vector<char> wants(static_cast<std::size_t>(n_fwd), false);
   for (int n = 0; n < n_fwd; ++n) {
     const Node& nd = b.node(n);
@@ -145,7 +151,7 @@ constexpr int append_backward(Builder& b, std::span<const std::string_view> wrt_
 // a training graph binds exactly like its model). Node indices are renumbered.
 constexpr void prune(Builder& b) {
   const int n = b.size();
-  std::vector<char> live(static_cast<std::size_t>(n), false);  // char: see append_backward
+  std::vector<char> live(static_cast<std::size_t>(n), false);  // not vector<bool>: see above
   if (b.result >= 0) live[static_cast<std::size_t>(b.result)] = true;
   for (const OutputEntry& o : b.outputs) live[static_cast<std::size_t>(o.node)] = true;
   for (int i = n - 1; i >= 0; --i) {
