@@ -19,7 +19,7 @@ constexpr auto net = model([](Builder& g) {
   }
   return mean<0, 1, 2>(h * h);
 });
-constexpr auto train = grad<net>();
+constexpr auto training = grad<net>();
 
 int main(int argc, char** argv) {
   const std::string dir = argc > 1 ? argv[1] : ".";
@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   DotOptions o = dot_options();
   o.collapse = true;
   o.title = "net, training, collapsed";
-  draw(train, dir + "/train.pdf", o);
+  draw(training, dir + "/training.pdf", o);
 
   // The DOT text alone needs no Graphviz and runs nothing; render() turns it into bytes.
   const std::string dot = to_dot(net, dot_options());
@@ -43,6 +43,6 @@ int main(int argc, char** argv) {
   render_to_file(to_dot(net, sized), dir + "/net-bytes.svg");
 
   std::printf("DOT: %zu bytes, PNG: %zu bytes, collapsed training graph: %d of %d nodes drawn\n",
-              dot.size(), png.size(), fold_repeats(train).drawn_nodes(), train.size());
+              dot.size(), png.size(), fold_repeats(training).drawn_nodes(), training.size());
   return png.compare(0, 4, "\x89PNG") == 0 ? 0 : 1;
 }
