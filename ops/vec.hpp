@@ -1,17 +1,17 @@
-// Helpers for own CPU kernels: function multi-versioning (each hot loop is compiled for
-// x86-64-v4 (AVX-512), v3 (AVX2) and the baseline, and the loader picks the best one for the
-// machine it runs on), and a branch-free exp the compiler can vectorise.
+// Helpers for own CPU kernels: a branch-free exp the compiler can vectorise. The kernels
+// (ops/*/cpu.cpp) are compiled for the building machine's ISA (CMake option STAG_NATIVE,
+// -march=native): function multi-versioning (target_clones) was measured first, but g++ 12
+// keeps its generic tuning inside the clones and vectorised the hot loops only 128 bits wide.
+// Loops with conditions load their data unconditionally and select afterwards: a conditional
+// load of a float under a bool mask does not vectorise.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
-#if defined(__x86_64__) && (defined(__clang__) ? __clang_major__ >= 14 : __GNUC__ >= 12)
-#define STAG_VECTORIZED __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
+// Marks a hot loop function (kept as a hook for per-function ISA attributes).
 #define STAG_VECTORIZED
-#endif
 
 namespace stag::vec {
 

@@ -15,7 +15,8 @@ void OpDef<OpId::dropout>::reference(const KernelArgs& a) {
   if (!(p >= 0.0 && p < 1.0))
     throw Error("stag: " + a.name() + ": dropout p = " + std::to_string(p) + " is not in [0, 1)");
   if (!a.state.training || p == 0.0) {
-    std::memcpy(a.out.data, a.in[0].data, static_cast<std::size_t>(n) * dtype_size(a.out.dtype));
+    if (a.out.data != a.in[0].data)  // in place (planned by the runtime): nothing to copy
+      std::memcpy(a.out.data, a.in[0].data, static_cast<std::size_t>(n) * dtype_size(a.out.dtype));
     return;
   }
   const double scale = 1.0 / (1.0 - p);

@@ -1,7 +1,9 @@
-// CPU kernels of sum, mean and max. Reductions over leading axes (bias gradients: [B, S, N] ->
-// [N]) and over trailing axes (row sums) run an own kernel, vectorised along the contiguous
-// dim and parallel over a fixed number of chunks combined in a fixed order, so results do not
-// depend on thread timing. Other patterns use oneDNN reduction.
+// CPU kernels of sum, mean and max. When the reduced axes are one contiguous run of the input's
+// dims (leading: bias gradients [B, S, N] -> [N]; trailing: row sums; middle: pooling over the
+// sequence [B, S, D] -> [B, D]) an own kernel views the input as [outer, red, inner] and folds
+// the middle dim, vectorised along the contiguous dim and parallel over a fixed partition whose
+// partial results combine in a fixed order, so results do not depend on thread timing. Other
+// patterns use oneDNN reduction.
 #include <algorithm>
 #include <limits>
 #include <vector>
@@ -15,68 +17,76 @@ namespace {
 
 enum class Fold { sum, mean, max };
 
-STAG_VECTORIZED void fold_rows_into(float* __restrict acc, const float* __restrict x, std::int64_t rows,
-                                    std::int64_t cols, bool max) {
+// acc[i] (op)= x[r * inner + i] for r in [0, rows).
+void fold_rows_into(float* __restrict acc, const float* __restrict x, std::int64_t rows, std::int64_t inner, bool max) {
   for (std::int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * cols;
-    if (max)
-      for (std::int64_t c = 0; c < cols; ++c) acc[c] = xr[c] > acc[c] ? xr[c] : acc[c];
-    else
-      for (std::int64_t c = 0; c < cols; ++c) acc[c] += xr[c];
+    const float* xr = x + r * inner;
+    if (max) {
+#pragma omp simd
+      for (std::int64_t c = 0; c < inner; ++c) acc[c] = xr[c] > acc[c] ? xr[c] : acc[c];
+    } else {
+#pragma omp simd
+      for (std::int64_t c = 0; c < inner; ++c) acc[c] += xr[c];
+    }
   }
 }
 
-STAG_VECTORIZED float fold_row(const float* __restrict x, std::int64_t n, bool max) {
-  float acc = max ? -std::numeric_limits<float>::infinity() : 0.f;
-  if (max)
+float fold_run(const float* __restrict x, std::int64_t n, bool max) {
+  if (max) {
+    float acc = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : acc)
     for (std::int64_t i = 0; i < n; ++i) acc = x[i] > acc ? x[i] : acc;
-  else
-    for (std::int64_t i = 0; i < n; ++i) acc += x[i];
+    return acc;
+  }
+  float acc = 0.f;
+#pragma omp simd reduction(+ : acc)
+  for (std::int64_t i = 0; i < n; ++i) acc += x[i];
   return acc;
 }
 
-// [rows, cols] -> [cols] (leading) or [rows] (trailing), for contiguous inputs.
 class ReduceKernel final : public CpuKernel {
  public:
-  ReduceKernel(const CpuNode& n, Fold fold, bool leading, std::int64_t rows, std::int64_t cols)
-      : x_(n.in[0].as<const float>()), y_(n.out.as<float>()), fold_(fold), leading_(leading), rows_(rows), cols_(cols) {
-    chunks_ = leading ? static_cast<int>(std::clamp<std::int64_t>(rows / 64, 1, 4 * std::max(1, n.ctx.threads))) : 1;
-    if (leading) partial_.assign(static_cast<std::size_t>(chunks_ * cols), 0.f);
+  ReduceKernel(const CpuNode& n, Fold fold, std::int64_t outer, std::int64_t red, std::int64_t inner)
+      : x_(n.in[0].as<const float>()), y_(n.out.as<float>()), fold_(fold), outer_(outer), red_(red), inner_(inner) {
+    // Split the reduced dim into chunks when there is too little outer work to share.
+    chunks_ = outer_ >= 4 * std::max(1, n.ctx.threads) ? 1 : static_cast<int>(std::clamp<std::int64_t>(red_ / 64, 1, 16));
+    partial_.assign(static_cast<std::size_t>(chunks_ * outer_ * inner_), 0.f);
   }
   void run() override {
     const bool max = fold_ == Fold::max;
     const float init = max ? -std::numeric_limits<float>::infinity() : 0.f;
-    if (leading_) {
-      const std::int64_t per = (rows_ + chunks_ - 1) / chunks_;
+    const std::int64_t per = (red_ + chunks_ - 1) / chunks_;
+    const std::int64_t tasks = chunks_ * outer_;
 #pragma omp parallel for schedule(static)
-      for (int c = 0; c < chunks_; ++c) {
-        float* acc = partial_.data() + static_cast<std::int64_t>(c) * cols_;
-        std::fill(acc, acc + cols_, init);
-        const std::int64_t r0 = std::min(rows_, c * per), r1 = std::min(rows_, r0 + per);
-        fold_rows_into(acc, x_ + r0 * cols_, r1 - r0, cols_, max);
-      }
-      std::fill(y_, y_ + cols_, init);
-      for (int c = 0; c < chunks_; ++c) fold_rows_into(y_, partial_.data() + static_cast<std::int64_t>(c) * cols_, 1, cols_, max);
-      if (fold_ == Fold::mean)
-        for (std::int64_t k = 0; k < cols_; ++k) y_[k] /= static_cast<float>(rows_);
-    } else {
-#pragma omp parallel for schedule(static)
-      for (std::int64_t r = 0; r < rows_; ++r) {
-        const float v = fold_row(x_ + r * cols_, cols_, max);
-        y_[r] = fold_ == Fold::mean ? v / static_cast<float>(cols_) : v;
+    for (std::int64_t t = 0; t < tasks; ++t) {
+      const std::int64_t o = t / chunks_, c = t % chunks_;
+      const std::int64_t r0 = std::min(red_, c * per), r1 = std::min(red_, r0 + per);
+      const float* x = x_ + o * red_ * inner_ + r0 * inner_;
+      float* acc = partial_.data() + t * inner_;
+      if (inner_ == 1) {
+        acc[0] = fold_run(x, r1 - r0, max);
+      } else {
+        std::fill(acc, acc + inner_, init);
+        fold_rows_into(acc, x, r1 - r0, inner_, max);
       }
     }
+    const float scale = fold_ == Fold::mean ? 1.f / static_cast<float>(red_) : 1.f;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t o = 0; o < outer_; ++o) {
+      float* y = y_ + o * inner_;
+      std::copy(partial_.data() + o * chunks_ * inner_, partial_.data() + (o * chunks_ + 1) * inner_, y);
+      for (int c = 1; c < chunks_; ++c) fold_rows_into(y, partial_.data() + (o * chunks_ + c) * inner_, 1, inner_, max);
+      if (scale != 1.f)
+        for (std::int64_t i = 0; i < inner_; ++i) y[i] *= scale;
+    }
   }
-  std::string describe() const override {
-    return std::string("own reduction over ") + (leading_ ? "leading" : "trailing") + " axes";
-  }
+  std::string describe() const override { return "own reduction"; }
 
  private:
   const float* x_;
   float* y_;
   Fold fold_;
-  bool leading_;
-  std::int64_t rows_, cols_;
+  std::int64_t outer_, red_, inner_;
   int chunks_ = 1;
   std::vector<float> partial_;
 };
@@ -85,20 +95,18 @@ std::unique_ptr<CpuKernel> reduction(const CpuNode& n, Fold fold, dnnl::algorith
   const TensorView& x = n.in[0];
   if (n.out.dtype != DType::f32 || !x.contiguous() || x.rank == 0) return nullptr;
   const auto mask = static_cast<std::uint32_t>(n.attr().i[0]);
-  // Leading: axes 0..k-1 reduced, the rest kept; trailing: axes k..rank-1 reduced.
-  int k = 0;
-  while (k < x.rank && (mask & (1u << k))) ++k;
-  bool leading = k > 0, trailing = true;
-  for (int d = k; d < x.rank; ++d) leading = leading && !(mask & (1u << d));
-  int t = 0;
-  while (t < x.rank && !(mask & (1u << t))) ++t;
-  for (int d = t; d < x.rank; ++d) trailing = trailing && (mask & (1u << d));
-  std::int64_t split = 1;
-  if (leading || trailing) {
-    const int at = leading ? k : t;
-    for (int d = 0; d < at; ++d) split *= x.dims[d];
-    const std::int64_t rest = split ? x.numel() / split : 0;
-    if (split > 0 && rest > 0) return std::make_unique<ReduceKernel>(n, fold, leading, split, rest);
+  int first = 0;
+  while (first < x.rank && !(mask & (1u << first))) ++first;
+  int last = first;
+  while (last < x.rank && (mask & (1u << last))) ++last;
+  bool run = first < x.rank;
+  for (int d = last; d < x.rank; ++d) run = run && !(mask & (1u << d));
+  if (run) {  // the reduced axes are [first, last)
+    std::int64_t outer = 1, red = 1, inner = 1;
+    for (int d = 0; d < first; ++d) outer *= x.dims[d];
+    for (int d = first; d < last; ++d) red *= x.dims[d];
+    for (int d = last; d < x.rank; ++d) inner *= x.dims[d];
+    if (outer > 0 && red > 0 && inner > 0) return std::make_unique<ReduceKernel>(n, fold, outer, red, inner);
   }
   TensorView dst = x;  // the output seen with reduced dims kept as 1
   for (int d = 0; d < x.rank; ++d)

@@ -54,13 +54,15 @@ std::unique_ptr<CpuKernel> backward(const CpuNode& n, bool log) {
 
 // One row of a masked softmax with a contiguous mask row (m[k]: position k is kept). The
 // reductions use `omp simd` so that they vectorise without -ffast-math.
-STAG_VECTORIZED void masked_softmax_row(const float* __restrict x, const bool* __restrict m, float* __restrict y,
+STAG_VECTORIZED void masked_softmax_row(const float* __restrict x, const bool* __restrict mask, float* __restrict y,
                                         std::int64_t len) {
+  const auto* m = reinterpret_cast<const std::uint8_t*>(mask);
   constexpr float ninf = -std::numeric_limits<float>::infinity();
   float mx = ninf;
 #pragma omp simd reduction(max : mx)
   for (std::int64_t k = 0; k < len; ++k) {
-    const float v = m[k] ? x[k] : ninf;
+    const float xv = x[k];
+    const float v = m[k] ? xv : ninf;
     mx = v > mx ? v : mx;
   }
   if (mx == ninf) {  // NOTE: fully masked row: zeros, not NaN
@@ -70,7 +72,8 @@ STAG_VECTORIZED void masked_softmax_row(const float* __restrict x, const bool* _
   float z = 0.f;
 #pragma omp simd reduction(+ : z)
   for (std::int64_t k = 0; k < len; ++k) {
-    const float e = m[k] ? vec::exp_approx(x[k] - mx) : 0.f;
+    const float e0 = vec::exp_approx(x[k] - mx);
+    const float e = m[k] ? e0 : 0.f;
     y[k] = e;
     z += e;
   }
