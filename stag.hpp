@@ -9,6 +9,8 @@
 #include <stag/ops/registry.hpp>
 #include <stag/runtime/array.hpp>
 #include <stag/runtime/bind.hpp>
+#include <stag/runtime/checkpoint.hpp>
 #include <stag/runtime/params.hpp>
 #include <stag/runtime/reference.hpp>
+#include <stag/runtime/safetensors.hpp>
 #include <stag/runtime/session.hpp>
