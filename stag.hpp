@@ -13,4 +13,5 @@
 #include <stag/runtime/params.hpp>
 #include <stag/runtime/reference.hpp>
 #include <stag/runtime/safetensors.hpp>
+#include <stag/runtime/schedule.hpp>
 #include <stag/runtime/session.hpp>
