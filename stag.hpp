@@ -10,6 +10,7 @@
 #include <stag/runtime/array.hpp>
 #include <stag/runtime/bind.hpp>
 #include <stag/runtime/checkpoint.hpp>
+#include <stag/runtime/metrics.hpp>
 #include <stag/runtime/params.hpp>
 #include <stag/runtime/reference.hpp>
 #include <stag/runtime/safetensors.hpp>
