@@ -29,9 +29,9 @@ struct TrainState {
 // What a checkpoint says besides its tensors.
 struct CheckpointInfo {
   TrainState state;
-  std::string config_json;  // the model config the caller saved ("{}" when none)
+  std::string config_json = {};  // the model config the caller saved ("{}" when none)
   int format_version = 0;
-  std::vector<std::string> tensors;  // names, sorted
+  std::vector<std::string> tensors = {};  // names, sorted
 };
 
 struct CheckpointLoadOptions {

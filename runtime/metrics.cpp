@@ -1,5 +1,6 @@
 // The JSON-lines metrics log and the progress reporter (see metrics.hpp).
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -133,6 +134,8 @@ std::vector<MetricsRecord> read_metrics(const std::string& path) {
 }
 
 void truncate_metrics(const std::string& path, std::int64_t step) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) return;  // nothing logged yet
   std::string kept;
   for (const MetricsRecord& r : read_metrics(path))
     if (r.step <= step) kept += metrics_json(r) + "\n";

@@ -36,6 +36,7 @@ MetricsRecord parse_metrics_json(std::string_view line);
 std::vector<MetricsRecord> read_metrics(const std::string& path);
 // Drops the records with a step above `step` (atomically, by rewriting the file), so a run
 // resumed from an earlier checkpoint does not leave lines from the abandoned steps behind.
+// Does nothing when the file does not exist.
 void truncate_metrics(const std::string& path, std::int64_t step);
 
 // Appends records to a JSON-lines file, one flushed line per record.
@@ -59,13 +60,13 @@ struct ProgressOptions {
   enum class Mode { automatic, terminal, plain };
   Mode mode = Mode::automatic;  // automatic: terminal when `out` is a tty
   std::FILE* out = stderr;
-  std::int64_t total_steps = 0;    // 0: unknown (no "/total", no ETA)
-  std::int64_t every_steps = 100;  // plain: a line at every multiple of this step...
-  double every_seconds = 30;       // ...or when this long passed since the last line
-  double redraw_seconds = 0.2;     // terminal: the shortest time between redraws
-  double loss_smoothing = 0.98;    // EMA factor of the shown loss (bias-corrected)
-  int rate_window = 50;            // tokens/s and ETA from the last this many steps
-  std::function<double()> clock;   // seconds; default std::chrono::steady_clock
+  std::int64_t total_steps = 0;        // 0: unknown (no "/total", no ETA)
+  std::int64_t every_steps = 100;      // plain: a line at every multiple of this step...
+  double every_seconds = 30;           // ...or when this long passed since the last line
+  double redraw_seconds = 0.2;         // terminal: the shortest time between redraws
+  double loss_smoothing = 0.98;        // EMA factor of the shown loss (bias-corrected)
+  int rate_window = 50;                // tokens/s and ETA from the last this many steps
+  std::function<double()> clock = {};  // seconds; default std::chrono::steady_clock
 };
 
 // Step-by-step progress for humans:

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <stag/runtime/metrics.hpp>
@@ -106,8 +107,13 @@ void Progress::update(std::int64_t step, std::int64_t epoch, double loss, double
 
 void Progress::emit() {
   if (opts_.out == nullptr) return;
-  const std::string s = status();
+  std::string s = status();
   if (terminal_) {
+    // A line longer than the terminal wraps, and "\r" then redraws only its last part.
+    winsize ws{};
+    if (::ioctl(::fileno(opts_.out), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 &&
+        s.size() >= ws.ws_col)
+      s.resize(ws.ws_col - 1u);
     std::fprintf(opts_.out, "\r%s\x1b[K", s.c_str());  // carriage return, clear to end of line
     line_open_ = true;
   } else {

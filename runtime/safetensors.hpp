@@ -18,8 +18,8 @@ using Metadata = std::map<std::string, std::string, std::less<>>;
 
 // The contents of a safetensors file.
 struct SafetensorsFile {
-  NamedArrays tensors;
-  Metadata metadata;
+  NamedArrays tensors = {};
+  Metadata metadata = {};
 };
 
 // One tensor's entry in a safetensors header.

@@ -170,6 +170,30 @@ TEST_CASE("checkpoint metadata is checked: version, plain files, config JSON", "
   CHECK(!std::filesystem::exists(tmp / "c.safetensors"));
 }
 
+constexpr auto vocab = sym<"vocab">;
+constexpr auto sym_net = model([](Builder& g) {
+  auto x = input<"x", Shape<batch, vocab>>(g);
+  return mean<0, 1>(matmul(x, param<Shape<vocab, 2>>(g / "proj", "weight")));
+});
+
+TEST_CASE("a session whose parameters wait for a symbolic dim cannot save or load yet",
+          "[checkpoint]") {
+  th::TempDir tmp("ckpt_sym");
+  const std::string path = tmp / "s.safetensors";
+  Session s(sym_net, {.threads = 1});
+  CHECK(th::error_of([&] {
+          save_checkpoint(path, s, {});
+        }).find("has not created its parameters yet") != std::string::npos);
+  CHECK(!std::filesystem::exists(path));
+  save_checkpoint(path, NamedArrays{{"proj.weight", Array(DType::f32, {3, 2})}}, {});
+  CHECK(th::error_of([&] { load_checkpoint(path, s); }).find("run a step before loading") !=
+        std::string::npos);
+  s.set_input("x", th::random_array(DType::f32, {2, 3}, 1));
+  s.run();
+  load_checkpoint(path, s);
+  CHECK(s.params().at("proj.weight").to_doubles() == std::vector<double>(6, 0.0));
+}
+
 std::vector<std::string> files_in(const std::filesystem::path& dir) {
   std::vector<std::string> out;
   for (const auto& e : std::filesystem::directory_iterator(dir))

@@ -69,6 +69,8 @@ TEST_CASE("resuming drops abandoned steps and a line a crash cut short", "[metri
     for (int s = 1; s <= 5; ++s) log.write(MetricsRecord{.step = s}.set("loss", 1.0 / s));
     log.write(MetricsRecord{.step = 4, .split = "valid"}.set("loss", 0.5));
   }
+  truncate_metrics(tmp / "none.jsonl", 3);  // no file yet: nothing to do
+  CHECK(!std::filesystem::exists(tmp / "none.jsonl"));
   truncate_metrics(path, 3);  // resumed from the checkpoint of step 3
   std::vector<MetricsRecord> rs = read_metrics(path);
   REQUIRE(rs.size() == 3);
