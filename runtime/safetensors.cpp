@@ -37,6 +37,13 @@ std::string in_quotes(std::string_view s) {
   return "'" + std::string(s) + "'";
 }
 
+// A JSON value for an error message, cut short if long.
+std::string shown(const nlohmann::json& j) {
+  std::string s = j.dump(-1, ' ', true);  // ASCII only, so cutting is safe
+  if (s.size() > 80) s = s.substr(0, 77) + "...";
+  return s;
+}
+
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
   throw Error("stag: safetensors file " + path + ": " + what);
 }
@@ -130,7 +137,7 @@ nlohmann::json parse_header(const std::string& text, const std::string& path) {
 
 std::uint64_t as_count(const nlohmann::json& j, const std::string& path, const std::string& what) {
   if (!j.is_number_unsigned())
-    fail(path, what + " must be a non-negative integer, got " + j.dump());
+    fail(path, what + " must be a non-negative integer, got " + shown(j));
   return j.get<std::uint64_t>();
 }
 
@@ -148,13 +155,13 @@ SafetensorsEntry parse_entry(const std::string& name, const nlohmann::json& j,
         return dt.is_string() && dt.get_ref<const std::string&>() == d.name;
       });
   if (known == std::end(kDTypeNames))
-    fail(path, where + ": dtype " + dt.dump() +
+    fail(path, where + ": dtype " + shown(dt) +
                    " is not one stag reads (F32, F64, BF16, I32, I64, BOOL)");
   e.dtype = known->dtype;
   const nlohmann::json& shape = j["shape"];
-  if (!shape.is_array()) fail(path, where + ": shape must be an array, got " + shape.dump());
+  if (!shape.is_array()) fail(path, where + ": shape must be an array, got " + shown(shape));
   if (shape.size() > static_cast<std::size_t>(kMaxRank))
-    fail(path, where + ": shape " + shape.dump() + " has more than " + std::to_string(kMaxRank) +
+    fail(path, where + ": shape " + shown(shape) + " has more than " + std::to_string(kMaxRank) +
                    " dims");
   // The byte count, with overflow checks: the product of the nonzero dims must fit in int64
   // (Array::numel multiplies dims left to right, so every partial product fits then too).
@@ -163,12 +170,12 @@ SafetensorsEntry parse_entry(const std::string& name, const nlohmann::json& j,
   std::uint64_t nonzero = 1;
   bool has_zero = false;
   for (const nlohmann::json& d : shape) {
-    const std::uint64_t v = as_count(d, path, where + ": each dim of shape " + shape.dump());
+    const std::uint64_t v = as_count(d, path, where + ": each dim of shape " + shown(shape));
     if (v == 0) {
       has_zero = true;
     } else {
       if (nonzero > kLimit / size / v)
-        fail(path, where + ": shape " + shape.dump() + " has more elements than stag can address");
+        fail(path, where + ": shape " + shown(shape) + " has more elements than stag can address");
       nonzero *= v;
     }
     e.dims.push_back(static_cast<std::int64_t>(v));
@@ -176,17 +183,17 @@ SafetensorsEntry parse_entry(const std::string& name, const nlohmann::json& j,
   const std::uint64_t bytes = has_zero ? 0 : nonzero * size;
   const nlohmann::json& off = j["data_offsets"];
   if (!off.is_array() || off.size() != 2)
-    fail(path, where + ": data_offsets must be [begin, end], got " + off.dump());
+    fail(path, where + ": data_offsets must be [begin, end], got " + shown(off));
   e.begin = as_count(off[0], path, where + ": data_offsets[0]");
   e.end = as_count(off[1], path, where + ": data_offsets[1]");
   if (e.end < e.begin)
-    fail(path, where + ": data_offsets " + off.dump() + " end before they begin");
+    fail(path, where + ": data_offsets " + shown(off) + " end before they begin");
   if (e.end - e.begin != bytes)
-    fail(path, where + ": " + std::string(known->name) + " shape " + shape.dump() + " needs " +
-                   std::to_string(bytes) + " bytes, but data_offsets " + off.dump() + " span " +
+    fail(path, where + ": " + std::string(known->name) + " shape " + shown(shape) + " needs " +
+                   std::to_string(bytes) + " bytes, but data_offsets " + shown(off) + " span " +
                    std::to_string(e.end - e.begin));
   if (e.end > data_size)
-    fail(path, where + ": data_offsets " + off.dump() + " go past the end of the data section (" +
+    fail(path, where + ": data_offsets " + shown(off) + " go past the end of the data section (" +
                    std::to_string(data_size) + " bytes); is the file truncated?");
   return e;
 }
@@ -282,7 +289,7 @@ SafetensorsHeader read_header(int fd, const std::string& path) {
       if (!value.is_object()) fail(path, "__metadata__ is not an object");
       for (const auto& [mk, mv] : value.items()) {
         if (!mv.is_string())
-          fail(path, "__metadata__ value " + in_quotes(mk) + " is not a string: " + mv.dump());
+          fail(path, "__metadata__ value " + in_quotes(mk) + " is not a string: " + shown(mv));
         h.metadata.emplace(mk, mv.get<std::string>());
       }
       continue;
