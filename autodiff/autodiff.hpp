@@ -57,7 +57,9 @@ constexpr int append_backward(Builder& b, std::span<const std::string_view> wrt_
   const GraphView fv = b.view();
 
   // Which nodes carry gradient: parameters, requested inputs, and float nodes fed by them.
-  std::vector<bool> wants(static_cast<std::size_t>(n_fwd), false);
+  // Flags in std::vector<char>: clang 14 cannot evaluate libstdc++ 12's std::vector<bool> in a
+  // constant expression ("assignment to object outside its lifetime").
+  std::vector<char> wants(static_cast<std::size_t>(n_fwd), false);
   for (int n = 0; n < n_fwd; ++n) {
     const Node& nd = b.node(n);
     if (nd.flags & kFlagParam) {
@@ -143,7 +145,7 @@ constexpr int append_backward(Builder& b, std::span<const std::string_view> wrt_
 // a training graph binds exactly like its model). Node indices are renumbered.
 constexpr void prune(Builder& b) {
   const int n = b.size();
-  std::vector<bool> live(static_cast<std::size_t>(n), false);
+  std::vector<char> live(static_cast<std::size_t>(n), false);  // not vector<bool>: see above
   if (b.result >= 0) live[static_cast<std::size_t>(b.result)] = true;
   for (const OutputEntry& o : b.outputs) live[static_cast<std::size_t>(o.node)] = true;
   for (int i = n - 1; i >= 0; --i) {
