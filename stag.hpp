@@ -11,7 +11,11 @@
 #include <stag/ops/registry.hpp>
 #include <stag/runtime/array.hpp>
 #include <stag/runtime/bind.hpp>
+#include <stag/runtime/checkpoint.hpp>
+#include <stag/runtime/metrics.hpp>
 #include <stag/runtime/params.hpp>
 #include <stag/runtime/reference.hpp>
+#include <stag/runtime/safetensors.hpp>
+#include <stag/runtime/schedule.hpp>
 #include <stag/runtime/session.hpp>
 #include <stag/runtime/render.hpp>

@@ -30,8 +30,9 @@ Session::Session(const GraphView& g, SessionOptions opts) : g_(g), opts_(std::mo
   state_.seed = opts_.seed;
   num_params_ = g_.count_flag(kFlagParam | kFlagState);
   // Parameters whose dims are all static (or given) can be created right away.
+  check_init_overrides(g_, opts_.init_overrides);
   try {
-    params_ = make_params(g_, opts_.dims, opts_.seed);
+    params_ = make_params(g_, opts_.dims, opts_.seed, DType::f32, opts_.init_overrides);
   } catch (const Error&) {
     params_.clear();  // a symbolic dim: created at the first run instead
   }
@@ -63,7 +64,7 @@ void Session::set_inputs(const NamedArrays& values) {
 
 void Session::ensure_params(const Bindings& b) {
   if (static_cast<int>(params_.size()) >= num_params_) return;
-  init_params(g_, b, params_, opts_.seed);
+  init_params(g_, b, params_, opts_.seed, DType::f32, opts_.init_overrides);
 }
 
 void Session::run(const StepOptions& step) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include <stag/runtime/params.hpp>
 #include <stag/runtime/plan.hpp>
 
 namespace stag {
@@ -15,13 +16,14 @@ namespace stag {
 struct SessionOptions {
   int threads = 0;  // 0: every core the process may use
   Schedule schedule = Schedule::sequential;
-  bool poison_freed = false;      // debug: NaN-fill buffers after their last use
-  bool in_place = true;           // let elementwise nodes overwrite inputs that die with them
-  bool profile = false;           // time every node (runs the sequential schedule)
-  std::uint64_t seed = 0;         // parameter initialisation and dropout
-  std::vector<std::string> keep{};// intermediate nodes to keep readable after a run
-  bool keep_all = false;          // debug: keep every node readable (no memory reuse)
-  std::map<std::string, std::int64_t, std::less<>> dims{};// symbols no input determines
+  bool poison_freed = false;           // debug: NaN-fill buffers after their last use
+  bool in_place = true;                // let elementwise nodes overwrite inputs that die with them
+  bool profile = false;                // time every node (runs the sequential schedule)
+  std::uint64_t seed = 0;              // parameter initialisation and dropout
+  std::vector<std::string> keep = {};  // intermediate nodes to keep readable after a run
+  bool keep_all = false;               // debug: keep every node readable (no memory reuse)
+  std::map<std::string, std::int64_t, std::less<>> dims = {};  // symbols no input determines
+  InitOverrides init_overrides = {};  // initialisers by parameter name pattern (last match wins)
 };
 
 struct StepOptions {
