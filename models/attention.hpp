@@ -85,6 +85,19 @@ constexpr auto heads_mask(M keep) {
     return unsqueeze<1>(keep);  // [B|1, 1, Sq|1, Sk]: the same mask for every head
   }
 }
+
+// Rotary positions on q or k [B, H, S, Dh] when o.rope is set. rope<> refuses an odd static Dh
+// with a static_assert, so it is instantiated only for even head dims: attention without rope
+// works with any head dim, and asking for rope with an odd one stops compilation here.
+template <class S, DType T>
+constexpr Tensor<S, T> maybe_rope(Tensor<S, T> x, const AttentionOptions& o) {
+  if (!o.rope) return x;
+  constexpr DimV dh = S::value.dims[S::rank - 1];
+  if constexpr (dh.is_static() && dh.coef % 2 != 0)
+    throw GraphError("stag::multi_head_attention: rope needs an even head dim (d_model / heads)");
+  else
+    return rope(x, {.theta = o.rope_theta});
+}
 }  // namespace detail
 
 // Single-head attention with separate d_k and d_v (the articles' first step).
@@ -109,10 +122,8 @@ constexpr auto multi_head_attention(Scope s, Tensor<SQ, T> xq, Tensor<SKV, T> xk
   auto q = split_heads<H>(linear<d>(s / "w_q", xq, o.bias));
   auto k = split_heads<H>(linear<d>(s / "w_k", xkv, o.bias));
   auto v = split_heads<H>(linear<d>(s / "w_v", xkv, o.bias));
-  if (o.rope) {
-    q = rope(q, {.theta = o.rope_theta});
-    k = rope(k, {.theta = o.rope_theta});
-  }
+  q = detail::maybe_rope(q, o);
+  k = detail::maybe_rope(k, o);
   auto a = attention(q, k, v, detail::heads_mask(keep), o.dropout);
   auto out = linear<d>(s / "w_o", merge_heads(a.out), o.bias);
   return Attention<decltype(out), decltype(a.weights)>{out, a.weights};
@@ -129,10 +140,8 @@ constexpr auto grouped_query_attention(Scope s, Tensor<S, T> x, M keep, Attentio
   auto q = split_heads<H>(linear<d>(s / "q_proj", x, false));
   auto k = split_heads<KVH>(linear<prod<KVH, dh>>(s / "k_proj", x, false));
   auto v = split_heads<KVH>(linear<prod<KVH, dh>>(s / "v_proj", x, false));
-  if (o.rope) {
-    q = rope(q, {.theta = o.rope_theta});
-    k = rope(k, {.theta = o.rope_theta});
-  }
+  q = detail::maybe_rope(q, o);
+  k = detail::maybe_rope(k, o);
   // Repeat each key/value head for its group of query heads: [B, KVH, S, Dh] -> [B, H, S, Dh].
   auto repeat = [&](auto t) {
     return view<b, H, len, dh>(expand<b, KVH, group, len, dh>(unsqueeze<2>(t)));
