@@ -196,32 +196,29 @@ constexpr LmConfig kLm{.vocab = 17,
 constexpr auto lm = model([](Builder& g) { return language_model<kLm>(g); });
 constexpr auto lm_train = grad<lm>();
 
-TEST_CASE("golden: multi-head self-attention, padding & causal masks, vs nn.MultiheadAttention",
+TEST_CASE("multi-head self-attention, padding & causal masks, vs nn.MultiheadAttention",
           "[golden]") {
   check_golden(mha_self_train, "mha_self.safetensors");
 }
-TEST_CASE("golden: multi-head cross-attention (q_len != k_len) vs nn.MultiheadAttention",
-          "[golden]") {
+TEST_CASE("multi-head cross-attention (q_len != k_len) vs nn.MultiheadAttention", "[golden]") {
   check_golden(mha_cross_train, "mha_cross.safetensors");
 }
-TEST_CASE("golden: Post-LN encoder layer with a fully padded sequence", "[golden]") {
+TEST_CASE("Post-LN encoder layer with a fully padded sequence", "[golden]") {
   check_golden(encoder_post_train, "encoder_post.safetensors");
 }
-TEST_CASE("golden: Pre-LN encoder layer with a fully padded sequence", "[golden]") {
+TEST_CASE("Pre-LN encoder layer with a fully padded sequence", "[golden]") {
   check_golden(encoder_pre_train, "encoder_pre.safetensors");
 }
-TEST_CASE("golden: the classifier (2 Post-LN layers, masked mean, cross-entropy)", "[golden]") {
+TEST_CASE("the classifier (2 Post-LN layers, masked mean, cross-entropy)", "[golden]") {
   check_golden(cls_train, "classifier.safetensors");
 }
-TEST_CASE("golden: the encoder-decoder Transformer (Pre-LN, separate vocabularies)", "[golden]") {
+TEST_CASE("the encoder-decoder Transformer (Pre-LN, separate vocabularies)", "[golden]") {
   check_golden(tf_pre_train, "transformer_pre.safetensors");
 }
-TEST_CASE("golden: the encoder-decoder Transformer (Post-LN, shared and tied vocabulary)",
-          "[golden]") {
+TEST_CASE("the encoder-decoder Transformer (Post-LN, shared and tied vocabulary)", "[golden]") {
   check_golden(tf_post_train, "transformer_post_shared.safetensors");
 }
-TEST_CASE("golden: the minimind-style language model (RMSNorm, GQA, RoPE, SwiGLU, tied)",
-          "[golden]") {
+TEST_CASE("the minimind-style language model (RMSNorm, GQA, RoPE, SwiGLU, tied)", "[golden]") {
   check_golden(lm_train, "lm.safetensors");
 }
 
