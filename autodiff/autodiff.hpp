@@ -12,28 +12,37 @@ namespace stag {
 
 namespace detail {
 
-// The VJP table entry of an op that has none. Reaching it at compile time stops compilation;
-// the compiler's "in 'constexpr' expansion of missing_vjp<stag::OpId::...>" names the op.
+// The VJP table entry of an op that has none. Reaching one at compile time stops compilation
+// with the message below, and the compiler's trace names the op: g++ prints
+// "throw_missing_vjp(const char*) [with stag::OpId Id = stag::OpId::<op>]", clang 14 (which
+// prints no template arguments in these notes) "in call to 'missing_vjp_<op>(c)'". The message
+// stays on the line of the throw, which both compilers quote. (Templates, because a constexpr
+// function that always throws is ill-formed unless it is one.)
 template <OpId Id>
-constexpr void missing_vjp(VjpCtx&) {
-  throw GraphError(
-      "stag::grad: an op on a differentiable path has no VJP; its name is the OpId in the "
-      "'missing_vjp<...>' frame above. Wrap its input in stop_gradient or give the op a VJP.");
+constexpr void throw_missing_vjp([[maybe_unused]] const char* op) {
+  // clang-format off
+  throw GraphError("stag::grad: an op on a differentiable path has no VJP (the missing_vjp frames of this trace name it); wrap its input in stop_gradient or give the op a VJP");
+  // clang-format on
 }
+#define STAG_X(name)                           \
+  template <OpId Id = OpId::name>              \
+  constexpr void missing_vjp_##name(VjpCtx&) { \
+    throw_missing_vjp<Id>(#name);              \
+  }
+STAG_OP_LIST(STAG_X)
+#undef STAG_X
 
 // Chosen with `if constexpr` rather than by comparing kOpVjps' entries with null: under
 // -fsanitize=undefined g++ 12 refuses such a function-pointer comparison in a constant
 // expression, which broke the STAG_SANITIZE build.
-template <OpId Id>
-constexpr VjpFn vjp_or_missing() {
-  if constexpr (requires { &OpDef<Id>::vjp; })
-    return &OpDef<Id>::vjp;
-  else
-    return &missing_vjp<Id>;
-}
-
 inline constexpr std::array<VjpFn, kOpCount> kVjpOrMissing = {
-#define STAG_X(name) vjp_or_missing<OpId::name>(),
+#define STAG_X(name)                                   \
+  []() -> VjpFn {                                      \
+    if constexpr (requires { &OpDef<OpId::name>::vjp; }) \
+      return &OpDef<OpId::name>::vjp;                  \
+    else                                               \
+      return &missing_vjp_##name<>;                    \
+  }(),
     STAG_OP_LIST(STAG_X)
 #undef STAG_X
 };

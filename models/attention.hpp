@@ -45,13 +45,20 @@ constexpr auto attention(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> v, M ke
 template <auto H, class S, DType T>
 constexpr auto split_heads(Tensor<S, T> x) {
   static_assert(S::rank == 3, "stag::split_heads: expects [batch, seq, d_model]");
-  constexpr auto b = dim_at<S, 0>, s = dim_at<S, 1>, d = dim_at<S, 2>;
+  // One declaration each: the dims have different types (Sym<...>, int), and one `auto` with
+  // several declarators must deduce one type (g++ 12 accepts it, clang rejects it).
+  constexpr auto b = dim_at<S, 0>;
+  constexpr auto s = dim_at<S, 1>;
+  constexpr auto d = dim_at<S, 2>;
   return transpose<1, 2>(view<b, s, H, dim_quotient<d, H>>(x));
 }
 template <class S, DType T>
 constexpr auto merge_heads(Tensor<S, T> x) {
   static_assert(S::rank == 4, "stag::merge_heads: expects [batch, heads, seq, head_dim]");
-  constexpr auto b = dim_at<S, 0>, h = dim_at<S, 1>, s = dim_at<S, 2>, dh = dim_at<S, 3>;
+  constexpr auto b = dim_at<S, 0>;
+  constexpr auto h = dim_at<S, 1>;
+  constexpr auto s = dim_at<S, 2>;
+  constexpr auto dh = dim_at<S, 3>;
   return view<b, s, prod<h, dh>>(transpose<1, 2>(x));
 }
 
@@ -85,6 +92,19 @@ constexpr auto heads_mask(M keep) {
     return unsqueeze<1>(keep);  // [B|1, 1, Sq|1, Sk]: the same mask for every head
   }
 }
+
+// Rotary positions on q or k [B, H, S, Dh] when o.rope is set. rope<> refuses an odd static Dh
+// with a static_assert, so it is instantiated only for even head dims: attention without rope
+// works with any head dim, and asking for rope with an odd one stops compilation here.
+template <class S, DType T>
+constexpr Tensor<S, T> maybe_rope(Tensor<S, T> x, const AttentionOptions& o) {
+  if (!o.rope) return x;
+  constexpr DimV dh = S::value.dims[S::rank - 1];
+  if constexpr (dh.is_static() && dh.coef % 2 != 0)
+    throw GraphError("stag::multi_head_attention: rope needs an even head dim (d_model / heads)");
+  else
+    return rope(x, {.theta = o.rope_theta});
+}
 }  // namespace detail
 
 // Single-head attention with separate d_k and d_v (the articles' first step).
@@ -109,10 +129,8 @@ constexpr auto multi_head_attention(Scope s, Tensor<SQ, T> xq, Tensor<SKV, T> xk
   auto q = split_heads<H>(linear<d>(s / "w_q", xq, o.bias));
   auto k = split_heads<H>(linear<d>(s / "w_k", xkv, o.bias));
   auto v = split_heads<H>(linear<d>(s / "w_v", xkv, o.bias));
-  if (o.rope) {
-    q = rope(q, {.theta = o.rope_theta});
-    k = rope(k, {.theta = o.rope_theta});
-  }
+  q = detail::maybe_rope(q, o);
+  k = detail::maybe_rope(k, o);
   auto a = attention(q, k, v, detail::heads_mask(keep), o.dropout);
   auto out = linear<d>(s / "w_o", merge_heads(a.out), o.bias);
   return Attention<decltype(out), decltype(a.weights)>{out, a.weights};
@@ -123,16 +141,16 @@ constexpr auto multi_head_attention(Scope s, Tensor<SQ, T> xq, Tensor<SKV, T> xk
 template <auto H, auto KVH, class S, DType T, class M>
 constexpr auto grouped_query_attention(Scope s, Tensor<S, T> x, M keep, AttentionOptions o = {}) {
   auto guard = s.enter();
-  constexpr auto b = dim_at<S, 0>, len = dim_at<S, 1>, d = dim_at<S, 2>;
+  constexpr auto b = dim_at<S, 0>;
+  constexpr auto len = dim_at<S, 1>;
+  constexpr auto d = dim_at<S, 2>;
   constexpr auto dh = dim_quotient<d, H>;
   constexpr auto group = dim_quotient<H, KVH>;
   auto q = split_heads<H>(linear<d>(s / "q_proj", x, false));
   auto k = split_heads<KVH>(linear<prod<KVH, dh>>(s / "k_proj", x, false));
   auto v = split_heads<KVH>(linear<prod<KVH, dh>>(s / "v_proj", x, false));
-  if (o.rope) {
-    q = rope(q, {.theta = o.rope_theta});
-    k = rope(k, {.theta = o.rope_theta});
-  }
+  q = detail::maybe_rope(q, o);
+  k = detail::maybe_rope(k, o);
   // Repeat each key/value head for its group of query heads: [B, KVH, S, Dh] -> [B, H, S, Dh].
   auto repeat = [&](auto t) {
     return view<b, H, len, dh>(expand<b, KVH, group, len, dh>(unsqueeze<2>(t)));

@@ -22,6 +22,8 @@ static_assert(cls.count(op::softmax) == 2);
 static_assert(tf.count(op::softmax) == 2 + 2 * 2);
 static_assert(lm.count(op::rope) == 4);
 static_assert(cls_train.shape(cls_train.output("grad/enc.1.self_attn.w_q.weight")) == Shape<16, 16>::value);
+static_assert(tf_train.shape(tf_train.output("grad/decoder.1.cross_attn.w_k.weight")) == Shape<16, 16>::value);
+static_assert(lm_train.shape(lm_train.output("grad/embed_tokens.weight")) == Shape<60, 16>::value);
 
 TEST_CASE("the classifier runs", "[models]") {
   NamedArrays in{{"ids", th::random_array(DType::i32, {3, 7}, 1, 0, 50)},

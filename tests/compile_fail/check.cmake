@@ -1,12 +1,15 @@
 # Runs one compile-fail case: the good variant must compile, the bad one must fail, and the
 # compiler's output must match every `// expect:` regex in the source (and, with g++, every
-# `// expect-gcc:` one, which names the shapes as g++ prints them).
+# `// expect-gcc:` one, which names the shapes as g++ prints them; with clang, every
+# `// expect-clang:` one).
 file(STRINGS ${SOURCE} lines)
 set(expects "")
 foreach(line ${lines})
   if(line MATCHES "^// expect: (.*)$")
     list(APPEND expects "${CMAKE_MATCH_1}")
   elseif(line MATCHES "^// expect-gcc: (.*)$" AND COMPILER_ID STREQUAL "GNU")
+    list(APPEND expects "${CMAKE_MATCH_1}")
+  elseif(line MATCHES "^// expect-clang: (.*)$" AND COMPILER_ID STREQUAL "Clang")
     list(APPEND expects "${CMAKE_MATCH_1}")
   endif()
 endforeach()
