@@ -35,14 +35,16 @@ STAG_OP_LIST(STAG_X)
 // Chosen with `if constexpr` rather than by comparing kOpVjps' entries with null: under
 // -fsanitize=undefined g++ 12 refuses such a function-pointer comparison in a constant
 // expression, which broke the STAG_SANITIZE build.
+template <OpId Id>
+constexpr VjpFn vjp_or(VjpFn missing) {
+  if constexpr (requires { &OpDef<Id>::vjp; })
+    return &OpDef<Id>::vjp;
+  else
+    return missing;
+}
+
 inline constexpr std::array<VjpFn, kOpCount> kVjpOrMissing = {
-#define STAG_X(name)                                   \
-  []() -> VjpFn {                                      \
-    if constexpr (requires { &OpDef<OpId::name>::vjp; }) \
-      return &OpDef<OpId::name>::vjp;                  \
-    else                                               \
-      return &missing_vjp_##name<>;                    \
-  }(),
+#define STAG_X(name) vjp_or<OpId::name>(&missing_vjp_##name<>),
     STAG_OP_LIST(STAG_X)
 #undef STAG_X
 };
