@@ -33,7 +33,7 @@ constexpr auto net = model([](Builder& g) {
   auto y = h + dense<D>(s / "ff2", gelu(dense<F>(s / "ff1", h)));
   return mean<0, 1, 2>(y * y);
 });
-constexpr auto step = train<net, AdamW{}>();
+constexpr auto step = train_step<net, AdamW{}>();
 
 double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();

@@ -11,13 +11,13 @@ namespace {
 using namespace stag;
 constexpr ClassifierConfig kCls{};  // the articles' classifier (vocab 8000, d 128, 4 heads, d_ff 512, 1 layer)
 constexpr auto cls = model([](Builder& g) { return classifier<kCls>(g); });
-constexpr auto cls_step = train<cls, AdamW{}>();
+constexpr auto cls_step = train_step<cls, AdamW{}>();
 constexpr TransformerConfig kTf{};
 constexpr auto tf = model([](Builder& g) { return transformer<kTf>(g); });
-constexpr auto tf_step = train<tf, AdamW{}>();
+constexpr auto tf_step = train_step<tf, AdamW{}>();
 constexpr LmConfig kLm{.kv_heads = 8};
 constexpr auto lm = model([](Builder& g) { return language_model<kLm>(g); });
-constexpr auto lm_step = train<lm, AdamW{}>();
+constexpr auto lm_step = train_step<lm, AdamW{}>();
 
 Array ints(std::vector<std::int64_t> dims, int hi, int salt) {
   Array a(DType::i32, dims);
