@@ -44,6 +44,9 @@ TextTokenizer TextTokenizer::from_json(std::string_view json) {
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("stag: tokenizer: invalid JSON: ") + e.what());
   }
+  // stag-train wraps the tokeniser: {"kind": "char" | "bpe", "tokenizer": {...}}.
+  if (j.is_object() && !j.contains("type") && j.contains("tokenizer") && j["tokenizer"].is_object())
+    return from_json(j["tokenizer"].dump());
   const std::string type = j.is_object() ? j.value("type", "") : "";
   if (type == "char") return TextTokenizer(data::CharTokenizer::from_json(json));
   if (type == "byte-bpe") return TextTokenizer(data::BpeTokenizer::from_json(json));
@@ -197,7 +200,10 @@ GenerateResult Generator::generate(std::string_view prompt, const GenerateOption
 GenerateResult Generator::generate_ids(std::vector<std::int32_t> prompt, const GenerateOptions& o) {
   if (o.max_new_tokens < 0) throw Error("stag::Generator: max_new_tokens must be >= 0");
   if (o.prefill_chunk < 0) throw Error("stag::Generator: prefill_chunk must be >= 0");
-  if (o.add_bos.value_or(add_bos_) || prompt.empty()) prompt.insert(prompt.begin(), data::kBosId);
+  // An empty prompt starts a document: after <bos> when the model was trained with it, else
+  // after <eos> (stag's corpora end every document with <eos>).
+  const bool bos = o.add_bos.value_or(add_bos_);
+  if (bos || prompt.empty()) prompt.insert(prompt.begin(), bos ? data::kBosId : data::kEosId);
   GenerateResult r;
   r.prompt_ids = prompt;
   const auto p = static_cast<std::int64_t>(prompt.size());

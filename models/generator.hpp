@@ -57,7 +57,8 @@ struct GenerateOptions {
   SampleOptions sample = {};
   int prefill_chunk = 0;  // prompt tokens per step: 0 = the whole prompt in one pass
   // Start the prompt with <bos>: unset = as the checkpoint's config says ("add_bos", false when
-  // absent). An empty prompt always starts with <bos>.
+  // absent). An empty prompt starts with <bos> then, else with <eos> (the end of a previous
+  // document, as stag's corpora separate documents).
   std::optional<bool> add_bos = std::nullopt;
   bool stop_at_eos = true;  // stop after generating <eos>
 };

@@ -32,6 +32,24 @@ inline constexpr LmConfig kLmCharSmall{.vocab = 128,
                                        .rope_theta = 10000.0};
 // Byte-level BPE with 4096 ids: LmConfig's defaults (minimind-like, 4 layers of 256).
 inline constexpr LmConfig kLmBpeBase{};
+// The language models of `stag-train lm` (its presets "small", char-level with at most 256 ids,
+// and "small-bpe"): the same values, so that its checkpoints run here.
+inline constexpr LmConfig kLmTrainSmall{.vocab = 256,
+                                        .d_model = 192,
+                                        .heads = 6,
+                                        .kv_heads = 2,
+                                        .d_ff = 512,
+                                        .layers = 4,
+                                        .dropout = 0.0,
+                                        .rope_theta = 1e4};
+inline constexpr LmConfig kLmTrainSmallBpe{.vocab = 2048,
+                                           .d_model = 192,
+                                           .heads = 6,
+                                           .kv_heads = 2,
+                                           .d_ff = 512,
+                                           .layers = 4,
+                                           .dropout = 0.0,
+                                           .rope_theta = 1e4};
 
 struct LmPreset {
   std::string_view name;
