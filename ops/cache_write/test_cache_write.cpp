@@ -119,7 +119,7 @@ TEST_CASE("cache_write refuses a position that does not fit and changes nothing"
     } catch (const stag::Error& e) {
       const std::string what = e.what();
       INFO(what);
-      CHECK(what.find("attn.write: cache_write of 2 row(s) at position " + std::to_string(p) +
+      CHECK(what.find("stag: write: cache_write of 2 row(s) at position " + std::to_string(p) +
                       " does not fit a cache of 5 positions (pos must be in [0, 3])") !=
             std::string::npos);
     }
