@@ -204,11 +204,12 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
   const int N = g.size();
   const auto idx = [](int i) { return static_cast<std::size_t>(i); };
 
-  // 1. Which nodes the step needs: kept values, side effects, and everything they read.
+  // 1. Which nodes the step needs: kept values, side effects (optimizer nodes and every node
+  // that writes an input in place, such as a KV-cache write), and everything they read.
   std::vector<char> needed(idx(N), 0), kept(idx(N), 0);
   for (int k : opts.keep) needed[idx(k)] = kept[idx(k)] = 1;
   for (int n = 0; n < N; ++n)
-    if (g.node(n).flags & kFlagOptimizer) needed[idx(n)] = 1;
+    if ((g.node(n).flags & kFlagOptimizer) || kWrites[g.node(n).op.value]) needed[idx(n)] = 1;
   for (int n = N - 1; n >= 0; --n)
     if (needed[idx(n)])
       for (int k = 0; k < g.node(n).nin; ++k) needed[idx(g.node(n).in[k])] = 1;
