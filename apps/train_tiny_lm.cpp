@@ -25,7 +25,7 @@ namespace {
 using namespace stag;
 
 constexpr auto lm = model([](Builder& g) { return language_model<kLmCharTiny>(g); });
-constexpr auto lm_step = train<lm, AdamW{.weight_decay = 0.01, .clip_norm = 1.0}>();
+constexpr auto lm_step = train_step<lm, AdamW{.weight_decay = 0.01, .clip_norm = 1.0}>();
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
