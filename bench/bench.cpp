@@ -1,0 +1,296 @@
+// stag-bench: times the benchmark models (bench_models.hpp) and prints one line per figure,
+// `bench.<config>.<metric>: <value> <unit>`. Without --config it runs every config, each mode
+// (train, infer) in its own child process so that peak RSS is per config and mode. A new figure
+// is one more print() call in run_train / run_infer; bench.sh and docs/benchmarks.md list them.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "bench_models.hpp"
+
+#include <stag/stag.hpp>
+
+namespace {
+using namespace stag;
+
+struct Options {
+  std::string config = "all";  // all, peak, cls, tf, gpt
+  std::string mode = "both";   // both, train, infer
+  int threads = 2;             // TBB arena and own kernels
+  int omp = 0;                 // OpenMP threads (oneDNN); 0: the same as threads
+  Schedule schedule = Schedule::sequential;
+  int steps = 15;     // timed steps (the median is reported)
+  int warmup = 3;     // untimed steps first (the first one also plans)
+  std::string label;  // with a label, metrics are named <config>.schedule.<label>.<metric>
+};
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void print(const Options& o, const std::string& config, const std::string& metric, double value,
+           const char* unit) {
+  const std::string name = o.label.empty() ? metric : "schedule." + o.label + "." + metric;
+  std::printf("bench.%s.%s: %.*f %s\n", config.c_str(), name.c_str(), value < 10 ? 3 : 1, value,
+              unit);
+  std::fflush(stdout);
+}
+
+double rss_peak_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+// Matmul FLOPs of one step, read from the graph and the plan's bound symbols:
+// 2 * (elements of the output) * K for every matmul node that the plan executes.
+double matmul_flops(const GraphView& g, const Plan& p) {
+  double flops = 0;
+  for (int n : p.order) {
+    if (g.node(n).op != op::matmul) continue;
+    const std::vector<std::int64_t> out = concrete_dims(g.shape(n), p.bindings);
+    const std::vector<std::int64_t> a = concrete_dims(g.shape(g.node(n).in[0]), p.bindings);
+    const bool trans_a = g.attr(n).i[0] != 0;
+    const std::int64_t k = a[a.size() - (trans_a ? 2 : 1)];
+    double elems = 1;
+    for (std::int64_t d : out) elems *= static_cast<double>(d);
+    flops += 2.0 * elems * static_cast<double>(k);
+  }
+  return flops;
+}
+
+double params_mib(const Session& s) {
+  double bytes = 0;
+  for (const auto& [name, a] : s.params()) bytes += static_cast<double>(a.bytes());
+  return bytes / 1048576.0;
+}
+
+SessionOptions session_options(const Options& o) {
+  return {.threads = o.threads, .schedule = o.schedule, .seed = 1};
+}
+
+// Times `step` (after warm-up) and returns the median in milliseconds; also the first step.
+std::vector<double> time_steps(const Options& o, const std::function<void(int)>& step,
+                               double* first_ms) {
+  std::vector<double> times;
+  for (int i = 0; i < o.warmup + o.steps; ++i) {
+    const double t0 = now_ms();
+    step(i);
+    const double t = now_ms() - t0;
+    if (i == 0) *first_ms = t;
+    if (i >= o.warmup) times.push_back(t);
+  }
+  return times;
+}
+
+void run_train(const Options& o, const std::string& config, const bench::BenchModel& m) {
+  Session s(m.train, session_options(o));
+  Array lr(DType::f32, {}), step(DType::f32, {});
+  lr.set(0, 1e-4);
+  s.set_inputs(m.inputs);
+  s.set_input("lr", lr);
+  double first = 0;
+  const auto times = time_steps(
+      o,
+      [&](int i) {
+        step.set(0, i + 1);
+        s.set_input("step", step);
+        s.run({.training = true, .step = static_cast<std::uint64_t>(i)});
+      },
+      &first);
+  const double ms = median(times);
+  const double flops = matmul_flops(m.train, s.plan());
+  print(o, config, "train_step_ms", ms, "ms");
+  if (!o.label.empty()) return;
+  print(o, config, "train_first_step_ms", first, "ms");
+  print(o, config, "matmul_gflop_per_step", flops / 1e9, "GFLOP");
+  print(o, config, "matmul_gflops", flops / 1e9 / (ms / 1e3), "GFLOP/s");
+  print(o, config, "plan_peak_mib", static_cast<double>(s.plan().arena_bytes()) / 1048576.0, "MiB");
+  print(o, config, "params_mib", params_mib(s), "MiB");
+  print(o, config, "rss_peak_mib", rss_peak_mib(), "MiB");
+  print(o, config, "loss", s.result(), "nats");
+}
+
+void run_infer(const Options& o, const std::string& config, const bench::BenchModel& m) {
+  Session s(m.forward, session_options(o));
+  s.set_inputs(m.inputs);
+  double first = 0;
+  const auto times = time_steps(
+      o, [&](int) { s.run({.training = false}); }, &first);
+  const double ms = median(times);
+  print(o, config, "infer_ms", ms, "ms");
+  if (!o.label.empty()) return;
+  print(o, config, "infer_matmul_gflops", matmul_flops(m.forward, s.plan()) / 1e9 / (ms / 1e3),
+        "GFLOP/s");
+  print(o, config, "infer_plan_peak_mib", static_cast<double>(s.plan().arena_bytes()) / 1048576.0,
+        "MiB");
+  print(o, config, "infer_rss_peak_mib", rss_peak_mib(), "MiB");
+}
+
+// A plain oneDNN f32 matmul of n x n by n x n, outside stag: what the machine can do.
+void run_peak(const Options& o) {
+  constexpr std::int64_t n = 2048;
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(eng);
+  const dnnl::memory::desc md({n, n}, dt::f32, tag::ab);
+  dnnl::memory a(md, eng), b(md, eng), c(md, eng);
+  for (auto* mem : {&a, &b}) {
+    auto* p = static_cast<float*>(mem->get_data_handle());
+    for (std::int64_t i = 0; i < n * n; ++i) p[i] = static_cast<float>((i % 7) - 3) * 0.25f;
+  }
+  const dnnl::matmul prim(dnnl::matmul::primitive_desc(dnnl::matmul::desc(md, md, md), eng));
+  Options po = o;
+  po.steps = 10;
+  po.warmup = 2;
+  double first = 0;
+  const auto times = time_steps(
+      po,
+      [&](int) {
+        prim.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+        stream.wait();
+      },
+      &first);
+  print(o, "peak", "matmul_gflops", 2.0 * n * n * n / 1e9 / (median(times) / 1e3), "GFLOP/s");
+}
+
+// Runs this program again with `args` and waits for it (its output goes to ours).
+int run_child(const std::vector<std::string>& args) {
+  std::fflush(stdout);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv("/proc/self/exe", argv.data());
+    std::perror("stag-bench: execv");
+    std::_Exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+const std::vector<std::pair<std::string, bench::BenchModel (*)()>> kModels = {
+    {"cls", bench::cls_model}, {"tf", bench::tf_model}, {"gpt", bench::gpt_model}};
+
+Options parse(int argc, char** argv, std::vector<std::string>& passthrough) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw Error("stag-bench: " + a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      std::printf(
+          "usage: stag-bench [--config all|peak|cls|tf|gpt] [--mode both|train|infer] [--threads "
+          "N]\n"
+          "                  [--omp N] [--schedule sequential|parallel] [--steps N] [--warmup N] "
+          "[--label L]\n");
+      std::exit(0);
+    }
+    if (a == "--config")
+      o.config = value();
+    else if (a == "--mode")
+      o.mode = value();
+    else if (a == "--threads")
+      o.threads = std::atoi(value().c_str());
+    else if (a == "--omp")
+      o.omp = std::atoi(value().c_str());
+    else if (a == "--schedule")
+      o.schedule = value() == "parallel" ? Schedule::parallel : Schedule::sequential;
+    else if (a == "--steps")
+      o.steps = std::atoi(value().c_str());
+    else if (a == "--warmup")
+      o.warmup = std::atoi(value().c_str());
+    else if (a == "--label")
+      o.label = value();
+    else
+      throw Error("stag-bench: unknown argument '" + a + "' (try --help)");
+    if (a != "--config" && a != "--mode") {
+      passthrough.push_back(a);
+      passthrough.push_back(argv[i]);
+    }
+  }
+  if (o.threads < 1 || o.steps < 1 || o.warmup < 1 || o.omp < 0)
+    throw Error("stag-bench: --threads and --steps must be >= 1, --warmup >= 1, --omp >= 0");
+  if (o.omp == 0) o.omp = o.threads;
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  std::vector<std::string> pass;
+  const Options o = parse(argc, argv, pass);
+  // libgomp reads OMP_NUM_THREADS when it loads, and TBB's worker threads take their OpenMP
+  // team size from it too: set it (and passive waiting, unless given) and start again.
+  const std::string omp = std::to_string(o.omp);
+  const char* env_omp = std::getenv("OMP_NUM_THREADS");
+  if (env_omp == nullptr || omp != env_omp || std::getenv("OMP_WAIT_POLICY") == nullptr) {
+    setenv("OMP_NUM_THREADS", omp.c_str(), 1);
+    setenv("OMP_WAIT_POLICY", "passive", 0);
+    execv("/proc/self/exe", argv);
+    std::perror("stag-bench: execv");
+    return 1;
+  }
+  if (o.config == "all" || o.mode == "both") {
+    std::vector<std::string> configs;
+    if (o.config == "all") {
+      std::printf("bench.threads: %d\n", o.threads);
+      configs = {"peak", "cls", "tf", "gpt"};
+    } else {
+      configs = {o.config};
+    }
+    int rc = 0;
+    for (const std::string& c : configs)
+      for (const char* mode : {"train", "infer"}) {
+        if (c == "peak" && std::string(mode) == "infer") continue;
+        if (o.mode != "both" && o.mode != mode) continue;
+        std::vector<std::string> args = {argv[0], "--config", c, "--mode", mode};
+        args.insert(args.end(), pass.begin(), pass.end());
+        rc |= run_child(args);
+      }
+    return rc;
+  }
+  if (o.config == "peak") {
+    run_peak(o);
+    return 0;
+  }
+  for (const auto& [name, make] : kModels) {
+    if (name != o.config) continue;
+    const bench::BenchModel m = make();
+    if (o.mode == "train")
+      run_train(o, name, m);
+    else if (o.mode == "infer")
+      run_infer(o, name, m);
+    else
+      throw Error("stag-bench: --mode must be both, train or infer");
+    return 0;
+  }
+  throw Error("stag-bench: unknown --config '" + o.config + "' (all, peak, cls, tf, gpt)");
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "%s\n", e.what());
+  return 1;
+}
