@@ -3,8 +3,9 @@
 # plain oneDNN 2048^3 matmul, then the same models hand-written in PyTorch (tools/torch_bench.py)
 # at the same shapes and thread count, config by config in one run, and prints one line per
 # figure (`bench.<config>.<metric>: <value> <unit>`, `torch.` for PyTorch) and the ratios.
-#   ./bench.sh [--threads N] [--steps N] [--schedules] [--no-torch]
-# --schedules adds sequential vs parallel (TBB) schedules, 1 vs N threads, and both under load
+#   ./bench.sh [--threads N] [--steps N] [--rounds N] [--schedules] [--no-torch]
+# --rounds N repeats the stag/PyTorch pairs N times (alternating which goes first) and takes the
+# median of the rounds for the ratios: the machine is shared and noisy. --schedules adds sequential vs parallel (TBB) schedules, 1 vs N threads, and both under load
 # (a competing `yes > /dev/null`). Results and their reading: docs/benchmarks.md.
 set -euo pipefail
 STAG_ROOT=$(cd "$(dirname "$0")" && pwd)
@@ -13,15 +14,17 @@ source "$STAG_ROOT/tools/deps.sh"
 
 threads=2
 steps=15
+rounds=1
 schedules=0
 torch=1
 while [ $# -gt 0 ]; do
   case $1 in
     --threads) threads=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     --schedules) schedules=1; shift ;;
     --no-torch) torch=0; shift ;;
-    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -45,20 +48,21 @@ trap cleanup EXIT
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 say() { echo "$1" | tee -a "$out"; }
 
-say "bench.command: $0 --threads $threads --steps $steps$([ $schedules = 1 ] && echo ' --schedules')"
+say "bench.command: $0 --threads $threads --steps $steps --rounds $rounds$([ $schedules = 1 ] && echo ' --schedules')"
 say "bench.date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 say "bench.machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 say "bench.loadavg_start: $(loadavg)"
 say "bench.threads: $threads"
-run_pair() {  # run_pair CONFIG [ARGS...]: stag, then PyTorch, on one config
-  local c=$1
-  shift
-  "$BENCH" --config "$c" --threads "$threads" --steps "$steps" "$@" | tee -a "$out"
-  if [ "$torch" = 1 ]; then
-    "${TORCH[@]}" --config "$c" --threads "$threads" --steps "$steps" "$@" | tee -a "$out"
-  fi
+run_stag() { "$BENCH" --config "$1" --threads "$threads" --steps "$steps" | tee -a "$out"; }
+run_torch() {
+  if [ "$torch" = 1 ]; then "${TORCH[@]}" --config "$1" --threads "$threads" --steps "$steps" | tee -a "$out"; fi
 }
-for c in peak cls tf gpt; do run_pair "$c"; done
+for ((r = 1; r <= rounds; ++r)); do
+  [ "$rounds" = 1 ] || say "bench.round: $r"
+  for c in peak cls tf gpt; do
+    if ((r % 2)); then run_stag "$c"; run_torch "$c"; else run_torch "$c"; run_stag "$c"; fi
+  done
+done
 
 if [ "$schedules" = 1 ]; then
   short=(--steps 10 --warmup 2)
@@ -90,9 +94,16 @@ fi
 say "bench.loadavg_end: $(loadavg)"
 
 # Ratios: PyTorch time over stag time (above 1: stag is faster); stag RSS over PyTorch RSS.
+# With several rounds every figure is first reduced to its median over the rounds.
 [ "$torch" = 1 ] || exit 0
-awk -v threads="$threads" '
-  { sub(":", "", $1); v[$1] = $2 }
+awk -v threads="$threads" -v rounds="$rounds" '
+  $2 ~ /^-?[0-9.]+$/ && $3 ~ /^(ms|MiB|GFLOP|GFLOP\/s|nats)$/ { sub(":", "", $1); n[$1]++; all[$1, n[$1]] = $2; unit[$1] = $3 }
+  function median(k,   m, i, j, t, a) {
+    m = n[k]
+    for (i = 1; i <= m; ++i) a[i] = all[k, i] + 0
+    for (i = 2; i <= m; ++i) for (j = i; j > 1 && a[j - 1] > a[j]; --j) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+    return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+  }
   function ratio(a, b) { return (a in v && b in v && v[b] > 0) ? v[a] / v[b] : -1 }
   function line(name, r, unit, target, better) {
     if (r < 0) { printf "%s: n/a\n", name; return }
@@ -100,6 +111,12 @@ awk -v threads="$threads" '
     printf "%s: %.2f %s%s\n", name, r, unit, verdict
   }
   END {
+    for (k in n) v[k] = median(k)
+    if (rounds > 1) {
+      print "# medians over " rounds " rounds"
+      for (k in n) if (n[k] > 1) printf "%s: %.3f %s\n", k, v[k], unit[k] | "sort"
+      close("sort")
+    }
     line("bench.peak.speedup_matmul", ratio("bench.peak.matmul_gflops", "torch.peak.matmul_gflops"), "x", "", 0)
     split("cls tf gpt", cs, " ")
     for (i = 1; i <= 3; ++i) {
@@ -112,10 +129,10 @@ awk -v threads="$threads" '
       line("bench." c ".rss_ratio", r, "x", "< 1", r >= 0 && r < 1)
       r = ratio("bench." c ".infer_rss_peak_mib", "torch." c ".infer_rss_peak_mib")
       line("bench." c ".infer_rss_ratio", r, "x", "", 0)
-      n = split("seq_t1 par_t" threads "_omp1 par_t" threads "_omp" threads " loaded_seq_t1 loaded_seq_t" threads \
+      nl = split("seq_t1 par_t" threads "_omp1 par_t" threads "_omp" threads " loaded_seq_t1 loaded_seq_t" threads \
                 " loaded_par_t" threads "_omp1", labels, " ")
       base = "bench." c ".schedule.seq_t" threads ".train_step_ms"
-      for (j = 1; j <= n; ++j) {
+      for (j = 1; j <= nl; ++j) {
         k = "bench." c ".schedule." labels[j] ".train_step_ms"
         if ((k in v) && (base in v)) line("bench." c ".schedule." labels[j] ".vs_seq_t" threads, ratio(k, base), "x", "", 0)
       }

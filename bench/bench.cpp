@@ -4,6 +4,7 @@
 // is one more print() call in run_train / run_infer; bench.sh and docs/benchmarks.md list them.
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -88,18 +89,35 @@ SessionOptions session_options(const Options& o) {
   return {.threads = o.threads, .schedule = o.schedule, .seed = 1};
 }
 
-// Times `step` (after warm-up) and returns the median in milliseconds; also the first step.
-std::vector<double> time_steps(const Options& o, const std::function<void(int)>& step,
-                               double* first_ms) {
-  std::vector<double> times;
+double cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
+
+struct Timing {
+  double ms = 0;        // median wall time of the timed steps
+  double cpu_ms = 0;    // median CPU time of the process (all threads) per timed step
+  double first_ms = 0;  // the first step (it also lowers the graph and creates the kernels)
+};
+
+// Times `step`: o.warmup untimed steps, then o.steps timed ones.
+Timing time_steps(const Options& o, const std::function<void(int)>& step) {
+  std::vector<double> wall, cpu;
+  Timing t;
   for (int i = 0; i < o.warmup + o.steps; ++i) {
-    const double t0 = now_ms();
+    const double w0 = now_ms(), c0 = cpu_ms();
     step(i);
-    const double t = now_ms() - t0;
-    if (i == 0) *first_ms = t;
-    if (i >= o.warmup) times.push_back(t);
+    const double w = now_ms() - w0, c = cpu_ms() - c0;
+    if (i == 0) t.first_ms = w;
+    if (i >= o.warmup) {
+      wall.push_back(w);
+      cpu.push_back(c);
+    }
   }
-  return times;
+  t.ms = median(wall);
+  t.cpu_ms = median(cpu);
+  return t;
 }
 
 void run_train(const Options& o, const std::string& config, const bench::BenchModel& m) {
@@ -108,20 +126,17 @@ void run_train(const Options& o, const std::string& config, const bench::BenchMo
   lr.set(0, 1e-4);
   s.set_inputs(m.inputs);
   s.set_input("lr", lr);
-  double first = 0;
-  const auto times = time_steps(
-      o,
-      [&](int i) {
-        step.set(0, i + 1);
-        s.set_input("step", step);
-        s.run({.training = true, .step = static_cast<std::uint64_t>(i)});
-      },
-      &first);
-  const double ms = median(times);
+  const Timing t = time_steps(o, [&](int i) {
+    step.set(0, i + 1);
+    s.set_input("step", step);
+    s.run({.training = true, .step = static_cast<std::uint64_t>(i)});
+  });
+  const double ms = t.ms;
   const double flops = matmul_flops(m.train, s.plan());
   print(o, config, "train_step_ms", ms, "ms");
+  print(o, config, "train_cpu_ms", t.cpu_ms, "ms");
   if (!o.label.empty()) return;
-  print(o, config, "train_first_step_ms", first, "ms");
+  print(o, config, "train_first_step_ms", t.first_ms, "ms");
   print(o, config, "matmul_gflop_per_step", flops / 1e9, "GFLOP");
   print(o, config, "matmul_gflops", flops / 1e9 / (ms / 1e3), "GFLOP/s");
   print(o, config, "plan_peak_mib", static_cast<double>(s.plan().arena_bytes()) / 1048576.0, "MiB");
@@ -133,11 +148,10 @@ void run_train(const Options& o, const std::string& config, const bench::BenchMo
 void run_infer(const Options& o, const std::string& config, const bench::BenchModel& m) {
   Session s(m.forward, session_options(o));
   s.set_inputs(m.inputs);
-  double first = 0;
-  const auto times = time_steps(
-      o, [&](int) { s.run({.training = false}); }, &first);
-  const double ms = median(times);
+  const Timing t = time_steps(o, [&](int) { s.run({.training = false}); });
+  const double ms = t.ms;
   print(o, config, "infer_ms", ms, "ms");
+  print(o, config, "infer_cpu_ms", t.cpu_ms, "ms");
   if (!o.label.empty()) return;
   print(o, config, "infer_matmul_gflops", matmul_flops(m.forward, s.plan()) / 1e9 / (ms / 1e3),
         "GFLOP/s");
@@ -163,15 +177,11 @@ void run_peak(const Options& o) {
   Options po = o;
   po.steps = 10;
   po.warmup = 2;
-  double first = 0;
-  const auto times = time_steps(
-      po,
-      [&](int) {
-        prim.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
-        stream.wait();
-      },
-      &first);
-  print(o, "peak", "matmul_gflops", 2.0 * n * n * n / 1e9 / (median(times) / 1e3), "GFLOP/s");
+  const Timing t = time_steps(po, [&](int) {
+    prim.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+    stream.wait();
+  });
+  print(o, "peak", "matmul_gflops", 2.0 * n * n * n / 1e9 / (t.ms / 1e3), "GFLOP/s");
 }
 
 // Runs this program again with `args` and waits for it (its output goes to ours).

@@ -40,13 +40,15 @@ def blas_in_use():
 
 
 def time_steps(fn, warmup, steps):
-    times = []
+    """Median wall and process CPU milliseconds of `steps` calls after `warmup` untimed ones."""
+    wall, cpu = [], []
     for i in range(warmup + steps):
-        t0 = time.perf_counter()
+        w0, c0 = time.perf_counter(), time.process_time()
         fn(i)
         if i >= warmup:
-            times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+            wall.append((time.perf_counter() - w0) * 1e3)
+            cpu.append((time.process_time() - c0) * 1e3)
+    return statistics.median(wall), statistics.median(cpu)
 
 
 # ---- models (imported lazily: the driver process does not load torch) -------------------------
@@ -273,7 +275,7 @@ def run_one(config, mode, args):
     label = args.label
     if config == "peak":
         a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
-        ms = time_steps(lambda i: torch.mm(a, b), 2, 10)
+        ms, _ = time_steps(lambda i: torch.mm(a, b), 2, 10)
         emit("peak", "matmul_gflops", 2 * 2048 ** 3 / 1e9 / (ms / 1e3), "GFLOP/s", label)
         return
     model, inputs = build_models()[config]()
@@ -292,8 +294,9 @@ def run_one(config, mode, args):
             opt.step()
             loss_box[0] = loss.item()
 
-        ms = time_steps(step, args.warmup, args.steps)
+        ms, cpu = time_steps(step, args.warmup, args.steps)
         emit(config, "train_step_ms", ms, "ms", label)
+        emit(config, "train_cpu_ms", cpu, "ms", label)
         if label:
             return
         flops = 3 * forward_matmul_flops(config)
@@ -312,8 +315,9 @@ def run_one(config, mode, args):
             with torch.inference_mode():
                 model(*inputs)
 
-        ms = time_steps(forward, args.warmup, args.steps)
+        ms, cpu = time_steps(forward, args.warmup, args.steps)
         emit(config, "infer_ms", ms, "ms", label)
+        emit(config, "infer_cpu_ms", cpu, "ms", label)
         if label:
             return
         emit(config, "infer_matmul_gflops", forward_matmul_flops(config) / 1e9 / (ms / 1e3), "GFLOP/s")
@@ -332,6 +336,17 @@ def main():
     ap.add_argument("--show-config", action="store_true", help="print torch.__config__.show() and exit")
     args = ap.parse_args()
 
+    # The thread counts and the BLAS must be set before torch (and libgomp) load: set them and
+    # start again when they are not.
+    env = dict(os.environ)
+    env["OMP_NUM_THREADS"] = env["OPENBLAS_NUM_THREADS"] = str(args.threads)
+    env.setdefault("OMP_WAIT_POLICY", "passive")
+    if os.path.exists(OPENBLAS) and OPENBLAS not in env.get("LD_PRELOAD", ""):
+        env["LD_PRELOAD"] = (OPENBLAS + " " + env.get("LD_PRELOAD", "")).strip()
+    if any(os.environ.get(k) != env.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                                     "OMP_WAIT_POLICY", "LD_PRELOAD")):
+        os.execve(sys.executable, [sys.executable, os.path.abspath(__file__)] + sys.argv[1:], env)
+
     if args.config != "all" and args.mode != "both":
         import torch
         if args.show_config:
@@ -345,11 +360,6 @@ def main():
         run_one(args.config, args.mode, args)
         return 0
 
-    env = dict(os.environ)
-    env["OMP_NUM_THREADS"] = env["OPENBLAS_NUM_THREADS"] = str(args.threads)
-    env.setdefault("OMP_WAIT_POLICY", "passive")
-    if os.path.exists(OPENBLAS):
-        env["LD_PRELOAD"] = (OPENBLAS + " " + env.get("LD_PRELOAD", "")).strip()
     configs = CONFIGS if args.config == "all" else [args.config]
     if args.config == "all" and not args.label:
         print(f"torch.threads: {args.threads}", flush=True)
@@ -365,7 +375,7 @@ def main():
                 cmd += ["--label", args.label]
             if args.show_config and c == configs[0]:
                 cmd.append("--show-config")
-            rc |= subprocess.run(cmd, env=env).returncode
+            rc |= subprocess.run(cmd).returncode
     return rc
 
 
