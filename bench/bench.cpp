@@ -34,6 +34,7 @@ struct Options {
   int steps = 15;     // timed steps (the median is reported)
   int warmup = 3;     // untimed steps first (the first one also plans)
   std::string label;  // with a label, metrics are named <config>.schedule.<label>.<metric>
+  int profile = 0;    // > 0: time every node and print the slowest `profile` ones
 };
 
 double now_ms() {
@@ -86,7 +87,7 @@ double params_mib(const Session& s) {
 }
 
 SessionOptions session_options(const Options& o) {
-  return {.threads = o.threads, .schedule = o.schedule, .seed = 1};
+  return {.threads = o.threads, .schedule = o.schedule, .profile = o.profile > 0, .seed = 1};
 }
 
 double cpu_ms() {
@@ -143,6 +144,7 @@ void run_train(const Options& o, const std::string& config, const bench::BenchMo
   print(o, config, "params_mib", params_mib(s), "MiB");
   print(o, config, "rss_peak_mib", rss_peak_mib(), "MiB");
   print(o, config, "loss", s.result(), "nats");
+  if (o.profile > 0) std::printf("%s", s.profile_report(o.profile).c_str());
 }
 
 void run_infer(const Options& o, const std::string& config, const bench::BenchModel& m) {
@@ -158,6 +160,7 @@ void run_infer(const Options& o, const std::string& config, const bench::BenchMo
   print(o, config, "infer_plan_peak_mib", static_cast<double>(s.plan().arena_bytes()) / 1048576.0,
         "MiB");
   print(o, config, "infer_rss_peak_mib", rss_peak_mib(), "MiB");
+  if (o.profile > 0) std::printf("%s", s.profile_report(o.profile).c_str());
 }
 
 // A plain oneDNN f32 matmul of n x n by n x n, outside stag: what the machine can do.
@@ -204,6 +207,17 @@ int run_child(const std::vector<std::string>& args) {
 const std::vector<std::pair<std::string, bench::BenchModel (*)()>> kModels = {
     {"cls", bench::cls_model}, {"tf", bench::tf_model}, {"gpt", bench::gpt_model}};
 
+constexpr const char* kUsage = R"(usage: stag-bench [options]
+  --config all|peak|cls|tf|gpt   what to time (all: each config and mode in its own process)
+  --mode both|train|infer        the training step, the forward pass, or both
+  --threads N                    threads (TBB arena and own kernels; default 2)
+  --omp N                        OpenMP threads for oneDNN (default: --threads)
+  --schedule sequential|parallel node order, or a TBB flow graph
+  --steps N, --warmup N          timed steps (median reported) and untimed ones before
+  --label L                      name figures <config>.schedule.<L>.<metric>
+  --profile N                    time every node and print the N slowest
+)";
+
 Options parse(int argc, char** argv, std::vector<std::string>& passthrough) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -213,11 +227,7 @@ Options parse(int argc, char** argv, std::vector<std::string>& passthrough) {
       return argv[++i];
     };
     if (a == "--help" || a == "-h") {
-      std::printf(
-          "usage: stag-bench [--config all|peak|cls|tf|gpt] [--mode both|train|infer] [--threads "
-          "N]\n"
-          "                  [--omp N] [--schedule sequential|parallel] [--steps N] [--warmup N] "
-          "[--label L]\n");
+      std::printf("%s", kUsage);
       std::exit(0);
     }
     if (a == "--config")
@@ -228,14 +238,19 @@ Options parse(int argc, char** argv, std::vector<std::string>& passthrough) {
       o.threads = std::atoi(value().c_str());
     else if (a == "--omp")
       o.omp = std::atoi(value().c_str());
-    else if (a == "--schedule")
-      o.schedule = value() == "parallel" ? Schedule::parallel : Schedule::sequential;
-    else if (a == "--steps")
+    else if (a == "--schedule") {
+      const std::string v = value();
+      if (v != "parallel" && v != "sequential")
+        throw Error("stag-bench: --schedule must be sequential or parallel, not '" + v + "'");
+      o.schedule = v == "parallel" ? Schedule::parallel : Schedule::sequential;
+    } else if (a == "--steps")
       o.steps = std::atoi(value().c_str());
     else if (a == "--warmup")
       o.warmup = std::atoi(value().c_str());
     else if (a == "--label")
       o.label = value();
+    else if (a == "--profile")
+      o.profile = std::atoi(value().c_str());
     else
       throw Error("stag-bench: unknown argument '" + a + "' (try --help)");
     if (a != "--config" && a != "--mode") {
