@@ -45,13 +45,18 @@ constexpr auto attention(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> v, M ke
 template <auto H, class S, DType T>
 constexpr auto split_heads(Tensor<S, T> x) {
   static_assert(S::rank == 3, "stag::split_heads: expects [batch, seq, d_model]");
-  constexpr auto b = dim_at<S, 0>, s = dim_at<S, 1>, d = dim_at<S, 2>;
+  constexpr auto b = dim_at<S, 0>;
+  constexpr auto s = dim_at<S, 1>;
+  constexpr auto d = dim_at<S, 2>;
   return transpose<1, 2>(view<b, s, H, dim_quotient<d, H>>(x));
 }
 template <class S, DType T>
 constexpr auto merge_heads(Tensor<S, T> x) {
   static_assert(S::rank == 4, "stag::merge_heads: expects [batch, heads, seq, head_dim]");
-  constexpr auto b = dim_at<S, 0>, h = dim_at<S, 1>, s = dim_at<S, 2>, dh = dim_at<S, 3>;
+  constexpr auto b = dim_at<S, 0>;
+  constexpr auto h = dim_at<S, 1>;
+  constexpr auto s = dim_at<S, 2>;
+  constexpr auto dh = dim_at<S, 3>;
   return view<b, s, prod<h, dh>>(transpose<1, 2>(x));
 }
 
@@ -123,7 +128,9 @@ constexpr auto multi_head_attention(Scope s, Tensor<SQ, T> xq, Tensor<SKV, T> xk
 template <auto H, auto KVH, class S, DType T, class M>
 constexpr auto grouped_query_attention(Scope s, Tensor<S, T> x, M keep, AttentionOptions o = {}) {
   auto guard = s.enter();
-  constexpr auto b = dim_at<S, 0>, len = dim_at<S, 1>, d = dim_at<S, 2>;
+  constexpr auto b = dim_at<S, 0>;
+  constexpr auto len = dim_at<S, 1>;
+  constexpr auto d = dim_at<S, 2>;
   constexpr auto dh = dim_quotient<d, H>;
   constexpr auto group = dim_quotient<H, KVH>;
   auto q = split_heads<H>(linear<d>(s / "q_proj", x, false));
