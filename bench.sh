@@ -93,7 +93,8 @@ if [ "$schedules" = 1 ]; then
 fi
 say "bench.loadavg_end: $(loadavg)"
 
-# Ratios: PyTorch time over stag time (above 1: stag is faster); stag RSS over PyTorch RSS.
+# Ratios: PyTorch time over stag time (above 1: stag is faster; *_cpu: process CPU time, which
+# competing load distorts less than wall time); stag RSS over PyTorch RSS.
 # With several rounds every figure is first reduced to its median over the rounds.
 [ "$torch" = 1 ] || exit 0
 awk -v threads="$threads" -v rounds="$rounds" '
@@ -125,6 +126,8 @@ awk -v threads="$threads" -v rounds="$rounds" '
       line("bench." c ".speedup_train", r, "x", ">= " want "x", r >= want)
       r = ratio("torch." c ".infer_ms", "bench." c ".infer_ms")
       line("bench." c ".speedup_infer", r, "x", ">= 2x", r >= 2)
+      line("bench." c ".speedup_train_cpu", ratio("torch." c ".train_cpu_ms", "bench." c ".train_cpu_ms"), "x", "", 0)
+      line("bench." c ".speedup_infer_cpu", ratio("torch." c ".infer_cpu_ms", "bench." c ".infer_cpu_ms"), "x", "", 0)
       r = ratio("bench." c ".rss_peak_mib", "torch." c ".rss_peak_mib")
       line("bench." c ".rss_ratio", r, "x", "< 1", r >= 0 && r < 1)
       r = ratio("bench." c ".infer_rss_peak_mib", "torch." c ".infer_rss_peak_mib")

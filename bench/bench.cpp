@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,29 @@ double params_mib(const Session& s) {
   return bytes / 1048576.0;
 }
 
+// With --profile: time per step grouped by op and kernel (where a runtime change pays off),
+// then the slowest single nodes.
+void print_profile(const Options& o, const GraphView& g, const Session& s) {
+  const Plan& p = s.plan();
+  if (p.profiled_steps == 0) return;
+  std::map<std::string, std::pair<int, double>> groups;  // "op  kernel" -> (nodes, seconds)
+  for (int n : p.order) {
+    auto& [count, sec] = groups[std::string(op_name(g.node(n).op)) + "  " +
+                                p.nodes[static_cast<std::size_t>(n)].kernel_name];
+    ++count;
+    sec += p.node_seconds[static_cast<std::size_t>(n)];
+  }
+  std::vector<std::pair<double, std::string>> rows;
+  for (const auto& [key, v] : groups)
+    rows.emplace_back(1e3 * v.second / p.profiled_steps,
+                      key + "  (" + std::to_string(v.first) + " nodes)");
+  std::sort(rows.rbegin(), rows.rend());
+  std::printf("per op and kernel, ms per step:\n");
+  for (std::size_t i = 0; i < rows.size() && i < static_cast<std::size_t>(o.profile); ++i)
+    std::printf("  %8.3f  %s\n", rows[i].first, rows[i].second.c_str());
+  std::printf("slowest nodes:\n%s", s.profile_report(o.profile).c_str());
+}
+
 SessionOptions session_options(const Options& o) {
   return {.threads = o.threads, .schedule = o.schedule, .profile = o.profile > 0, .seed = 1};
 }
@@ -144,7 +168,7 @@ void run_train(const Options& o, const std::string& config, const bench::BenchMo
   print(o, config, "params_mib", params_mib(s), "MiB");
   print(o, config, "rss_peak_mib", rss_peak_mib(), "MiB");
   print(o, config, "loss", s.result(), "nats");
-  if (o.profile > 0) std::printf("%s", s.profile_report(o.profile).c_str());
+  if (o.profile > 0) print_profile(o, m.train, s);
 }
 
 void run_infer(const Options& o, const std::string& config, const bench::BenchModel& m) {
@@ -160,7 +184,7 @@ void run_infer(const Options& o, const std::string& config, const bench::BenchMo
   print(o, config, "infer_plan_peak_mib", static_cast<double>(s.plan().arena_bytes()) / 1048576.0,
         "MiB");
   print(o, config, "infer_rss_peak_mib", rss_peak_mib(), "MiB");
-  if (o.profile > 0) std::printf("%s", s.profile_report(o.profile).c_str());
+  if (o.profile > 0) print_profile(o, m.forward, s);
 }
 
 // A plain oneDNN f32 matmul of n x n by n x n, outside stag: what the machine can do.
