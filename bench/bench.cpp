@@ -17,8 +17,6 @@
 #include <string>
 #include <vector>
 
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include "bench_models.hpp"
 
 #include <stag/stag.hpp>
@@ -187,27 +185,14 @@ void run_infer(const Options& o, const std::string& config, const bench::BenchMo
   if (o.profile > 0) print_profile(o, m.forward, s);
 }
 
-// A plain oneDNN f32 matmul of n x n by n x n, outside stag: what the machine can do.
+// The oneDNN matmul of 2048 x 2048 by 2048 x 2048 outside stag: what the machine can do.
 void run_peak(const Options& o) {
   constexpr std::int64_t n = 2048;
-  using dt = dnnl::memory::data_type;
-  using tag = dnnl::memory::format_tag;
-  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-  dnnl::stream stream(eng);
-  const dnnl::memory::desc md({n, n}, dt::f32, tag::ab);
-  dnnl::memory a(md, eng), b(md, eng), c(md, eng);
-  for (auto* mem : {&a, &b}) {
-    auto* p = static_cast<float*>(mem->get_data_handle());
-    for (std::int64_t i = 0; i < n * n; ++i) p[i] = static_cast<float>((i % 7) - 3) * 0.25f;
-  }
-  const dnnl::matmul prim(dnnl::matmul::primitive_desc(dnnl::matmul::desc(md, md, md), eng));
+  const std::function<void()> matmul = bench::onednn_matmul(n);
   Options po = o;
   po.steps = 10;
   po.warmup = 2;
-  const Timing t = time_steps(po, [&](int) {
-    prim.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
-    stream.wait();
-  });
+  const Timing t = time_steps(po, [&](int) { matmul(); });
   print(o, "peak", "matmul_gflops", 2.0 * n * n * n / 1e9 / (t.ms / 1e3), "GFLOP/s");
 }
 
@@ -282,6 +267,12 @@ Options parse(int argc, char** argv, std::vector<std::string>& passthrough) {
       passthrough.push_back(argv[i]);
     }
   }
+  const std::vector<std::string> configs = {"all", "peak", "cls", "tf", "gpt"},
+                                 modes = {"both", "train", "infer"};
+  if (std::find(configs.begin(), configs.end(), o.config) == configs.end())
+    throw Error("stag-bench: unknown --config '" + o.config + "' (all, peak, cls, tf, gpt)");
+  if (std::find(modes.begin(), modes.end(), o.mode) == modes.end())
+    throw Error("stag-bench: unknown --mode '" + o.mode + "' (both, train, infer)");
   if (o.threads < 1 || o.steps < 1 || o.warmup < 1 || o.omp < 0)
     throw Error("stag-bench: --threads and --steps must be >= 1, --warmup >= 1, --omp >= 0");
   if (o.omp == 0) o.omp = o.threads;

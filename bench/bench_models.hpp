@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include <stag/runtime/session.hpp>
 
@@ -25,5 +26,9 @@ Array random_ids(std::vector<std::int64_t> dims, std::int64_t vocab, std::uint64
 // A [batch, len] keep mask: true everywhere, except that in every other row (rows 1, 3, ...)
 // the last `padded` positions are false.
 Array keep_mask(std::int64_t batch, std::int64_t len, std::int64_t padded);
+
+// A plain oneDNN f32 matmul of [n, n] by [n, n], outside stag: returns a function that runs it
+// once and waits for it.
+std::function<void()> onednn_matmul(std::int64_t n);
 
 }  // namespace stag::bench
