@@ -5,8 +5,9 @@
 # figure (`bench.<config>.<metric>: <value> <unit>`, `torch.` for PyTorch) and the ratios.
 #   ./bench.sh [--threads N] [--steps N] [--rounds N] [--schedules] [--no-torch]
 # --rounds N repeats the stag/PyTorch pairs N times (alternating which goes first) and takes the
-# median of the rounds for the ratios: the machine is shared and noisy. --schedules adds sequential vs parallel (TBB) schedules, 1 vs N threads, and both under load
-# (a competing `yes > /dev/null`). Results and their reading: docs/benchmarks.md.
+# median of the rounds for the ratios: the machine is shared and noisy. --schedules adds the
+# sequential vs parallel (TBB) schedule, 1 vs N threads, and both under load (a competing
+# `yes > /dev/null`). --no-torch times stag only. Results and their reading: docs/benchmarks.md.
 set -euo pipefail
 STAG_ROOT=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tools/deps.sh
@@ -24,7 +25,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --schedules) schedules=1; shift ;;
     --no-torch) torch=0; shift ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0" | cut -c3-; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -96,8 +97,7 @@ say "bench.loadavg_end: $(loadavg)"
 # Ratios: PyTorch time over stag time (above 1: stag is faster; *_cpu: process CPU time, which
 # competing load distorts less than wall time); stag RSS over PyTorch RSS.
 # With several rounds every figure is first reduced to its median over the rounds.
-[ "$torch" = 1 ] || exit 0
-awk -v threads="$threads" -v rounds="$rounds" '
+awk -v threads="$threads" -v rounds="$rounds" -v torch="$torch" '
   $2 ~ /^-?[0-9.]+$/ && $3 ~ /^(ms|MiB|GFLOP|GFLOP\/s|nats)$/ { sub(":", "", $1); n[$1]++; all[$1, n[$1]] = $2; unit[$1] = $3 }
   function median(k,   m, i, j, t, a) {
     m = n[k]
@@ -118,6 +118,7 @@ awk -v threads="$threads" -v rounds="$rounds" '
       for (k in n) if (n[k] > 1) printf "%s: %.3f %s\n", k, v[k], unit[k] | "sort"
       close("sort")
     }
+    if (torch != 1) exit
     line("bench.peak.speedup_matmul", ratio("bench.peak.matmul_gflops", "torch.peak.matmul_gflops"), "x", "", 0)
     split("cls tf gpt", cs, " ")
     for (i = 1; i <= 3; ++i) {
