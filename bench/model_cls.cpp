@@ -17,7 +17,7 @@ constexpr ClassifierConfig kCls{.vocab = 8000,
                                 .dropout = 0.1,
                                 .pre_norm = false};
 constexpr auto cls_forward = model([](Builder& g) { return classifier<kCls>(g); });
-constexpr auto cls_train = train<cls_forward, AdamW{}>();
+constexpr auto cls_train = train_step<cls_forward, AdamW{}>();
 }  // namespace
 
 BenchModel cls_model() {

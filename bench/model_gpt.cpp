@@ -18,7 +18,7 @@ constexpr LmConfig kGpt{.vocab = 4096,
                         .rope_theta = 1e6,
                         .tie_embeddings = true};
 constexpr auto gpt_forward = model([](Builder& g) { return language_model<kGpt>(g); });
-constexpr auto gpt_train = train<gpt_forward, AdamW{}>();
+constexpr auto gpt_train = train_step<gpt_forward, AdamW{}>();
 }  // namespace
 
 BenchModel gpt_model() {

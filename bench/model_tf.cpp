@@ -18,7 +18,7 @@ constexpr TransformerConfig kTf{.src_vocab = 1000,
                                 .dropout = 0.1,
                                 .pre_norm = true};
 constexpr auto tf_forward = model([](Builder& g) { return transformer<kTf>(g); });
-constexpr auto tf_train = train<tf_forward, AdamW{}>();
+constexpr auto tf_train = train_step<tf_forward, AdamW{}>();
 }  // namespace
 
 BenchModel tf_model() {
