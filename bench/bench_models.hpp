@@ -13,7 +13,7 @@ namespace stag::bench {
 
 struct BenchModel {
   GraphView forward;   // model(...): the loss and the logits, run with training = false
-  GraphView train;     // train<model, AdamW{}>(): forward, backward and the AdamW update
+  GraphView train;     // train_step<model, AdamW{}>(): forward, backward and the AdamW update
   NamedArrays inputs;  // what both graphs read (the training step adds "lr" and "step")
 };
 
