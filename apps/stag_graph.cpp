@@ -3,6 +3,7 @@
 // Models come from apps/examples; --annotate plan|kernels|time runs the model on generated
 // inputs first. To add an annotation, add it to --annotate's list and to annotations_for().
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -29,6 +30,11 @@ struct RunFlags {
 DotAnnotations annotations_for(const std::string& what, const GraphView& g, bool training,
                                const DimValues& dims, const RunFlags& f) {
   const bool time = what == "time";
+  if (time && std::getenv("OMP_WAIT_POLICY") == nullptr)
+    std::fprintf(
+        stderr,
+        "stag-graph: note: OMP_WAIT_POLICY is not set; on a busy machine OpenMP's spinning "
+        "threads can make every node look slow (set OMP_WAIT_POLICY=passive)\n");
   Session s(g, {.threads = f.threads, .profile = time, .seed = f.seed, .dims = dims});
   s.set_inputs(sample_inputs(g, dims, {.seed = f.seed}));
   const int steps = time ? f.steps : 1;

@@ -72,18 +72,21 @@ std::vector<Point> values_of(const std::vector<MetricsRecord>& rs, const std::st
 }
 
 // Exponential moving average, bias-corrected; non-finite values are skipped (kept as gaps).
-std::vector<Point> smoothed(const std::vector<Point>& pts, double beta) {
+// On a log axis it averages log(value) (a geometric mean), so that a loss falling by decades
+// is not dragged up by its earlier, larger values; non-positive values are skipped there.
+std::vector<Point> smoothed(const std::vector<Point>& pts, double beta, bool log) {
   std::vector<Point> out;
   double ema = 0;
   int n = 0;
   for (const Point& p : pts) {
-    if (!std::isfinite(p.value)) {
-      out.push_back(p);
+    if (!std::isfinite(p.value) || (log && p.value <= 0)) {
+      out.push_back({p.step, NAN});
       continue;
     }
-    ema = beta * ema + (1 - beta) * p.value;
+    ema = beta * ema + (1 - beta) * (log ? std::log(p.value) : p.value);
     ++n;
-    out.push_back({p.step, ema / (1 - std::pow(beta, n))});
+    const double v = ema / (1 - std::pow(beta, n));
+    out.push_back({p.step, log ? std::exp(v) : v});
   }
   return out;
 }
@@ -91,6 +94,7 @@ std::vector<Point> smoothed(const std::vector<Point>& pts, double beta) {
 // One panel: a series per split that logged `key`.
 Panel make_panel(const std::vector<MetricsRecord>& rs, const std::string& key, std::string title,
                  const CurveOptions& opts, bool smooth_train) {
+  // smooth_train: draw the train split raw (faint) and smoothed, when it is long enough.
   Panel p{key, std::move(title), key == "loss" && opts.log_loss, {}};
   const std::vector<std::string> splits = splits_of(rs);
   for (std::size_t i = 0; i < splits.size(); ++i) {
@@ -103,7 +107,7 @@ Panel make_panel(const std::vector<MetricsRecord>& rs, const std::string& key, s
       std::snprintf(label, sizeof label, "train (EMA %g)", beta);
       p.series.push_back({splits[i], "raw", "train", colour, 0.3, 1.0, false, pts});
       p.series.push_back(
-          {splits[i], "smoothed", label, colour, 1.0, 1.8, false, smoothed(pts, beta)});
+          {splits[i], "smoothed", label, colour, 1.0, 1.8, false, smoothed(pts, beta, p.log)});
     } else {
       p.series.push_back({splits[i], "line", splits[i], colour, 1.0, 1.5,
                           pts.size() <= 200 && splits[i] != "train", std::move(pts)});
@@ -314,7 +318,7 @@ std::string training_curves_svg(const std::vector<MetricsRecord>& records,
   if (has("lr")) panels.push_back(make_panel(rs, "lr", "learning rate", opts, false));
   for (const std::string& k : keys)
     if (k.size() > 6 && k.ends_with("_per_s")) {
-      panels.push_back(make_panel(rs, k, "throughput (" + rate_title(k) + ")", opts, false));
+      panels.push_back(make_panel(rs, k, "throughput (" + rate_title(k) + ")", opts, true));
       break;
     }
   for (const std::string& k : opts.extra) {

@@ -17,9 +17,9 @@ struct CurveOptions {
   double width = 760;         // the picture's width in pixels
   double panel_height = 170;  // each panel's plot area
   bool log_loss = false;      // a logarithmic loss axis (non-positive losses are left out)
-  // The train loss is drawn raw (faint) and as an exponential moving average with this factor,
-  // bias-corrected like the progress line. Negative: 0.9 when there are more than 50 train
-  // losses, else no smoothing; 0: no smoothing.
+  // The train loss and throughput are drawn raw (faint) and as an exponential moving average
+  // with this factor, bias-corrected like the progress line (of log(loss) on a log axis).
+  // Negative: 0.9 when there are more than 50 train values, else no smoothing; 0: none.
   double smoothing = -1;
   std::vector<std::string> extra = {};  // more logged numbers, one panel each ("accuracy")
 };

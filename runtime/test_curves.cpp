@@ -178,6 +178,22 @@ TEST_CASE("training curves: the train loss is smoothed with a bias-corrected EMA
   CHECK(inv.value(p[0].y) == Approx(loss_at(1)).margin(0.002));
   const double second = (0.9 * 0.1 * loss_at(1) + 0.1 * loss_at(2)) / (1 - 0.81);
   CHECK(inv.value(p[1].y) == Approx(second).margin(0.002));
+  // On a log axis the EMA is of log(loss): a geometric mean.
+  const th::XmlDoc lg = th::parse_xml(training_curves_svg(rs, {.log_loss = true}));
+  REQUIRE(lg.ok);
+  const auto lpanel = lg.root.with_class("panel").at(0);
+  const std::vector<Xy> lp = points_of(*series(*lpanel, "train", "smoothed").at(0));
+  REQUIRE(lp.size() == 60);
+  double y0 = 0, y1 = 0;
+  std::sscanf(lpanel->attr("data-y-domain").c_str(), "%lf %lf", &y0, &y1);
+  const Inverse la(*lpanel);  // linear in log10(value)
+  auto log_value = [&](double y) {
+    return std::pow(
+        10.0, std::log10(y0) + (la.py + la.ph - y) / la.ph * (std::log10(y1) - std::log10(y0)));
+  };
+  const double geometric =
+      std::exp((0.9 * 0.1 * std::log(loss_at(1)) + 0.1 * std::log(loss_at(2))) / (1 - 0.81));
+  CHECK(log_value(lp[1].y) == Approx(geometric).epsilon(0.001));
   // No smoothing when asked.
   const th::XmlDoc raw = th::parse_xml(training_curves_svg(rs, {.smoothing = 0}));
   CHECK(series(*raw.root.with_class("panel").at(0), "train", "smoothed").empty());

@@ -5,6 +5,7 @@
 //   metrics.jsonl   for `stag-plot --metrics metrics.jsonl -o curves.svg`
 //   model.svg       the model's graph, as a trainer writes it next to a checkpoint
 //   attention.svg   the trained attention weights of a padded validation sentence
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -81,10 +82,12 @@ int main(int argc, char** argv) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     double tokens = 0;
     for (const double k : b.keep.to_doubles()) tokens += k;
+    // snippet-begin: log
     log.write(MetricsRecord{.step = i, .epoch = 0}
                   .set("loss", trainer.result())
                   .set("lr", lr.at(i))
                   .set("tokens_per_s", tokens / seconds));
+    // snippet-end: log
     if (i % 20 == 0 || i == steps) {  // validation with the current parameters
       for (const auto& [name, value] : eval.params())
         eval.set_param(name, trainer.params().at(name));
@@ -95,15 +98,13 @@ int main(int argc, char** argv) {
       for (int r = 0; r < 256; ++r)
         right += (logits.at(2 * r + 1) > logits.at(2 * r)) == (valid.label.at(r) != 0);
       last_accuracy = right / 256.0;
+      // snippet-begin: log-valid
       log.write(MetricsRecord{.step = i, .epoch = 0, .split = "valid"}
                     .set("loss", eval.result())
                     .set("accuracy", last_accuracy));
+      // snippet-end: log-valid
     }
   }
-
-  // The trained model's graph, as a trainer draws it next to its checkpoint.
-  draw_model_svg(net, dir + "/model.svg", true,
-                 "the classifier of docs/examples/train_pictures.cpp");
 
   // Attention of the first negated validation sentence with some padding, labelled with its words.
   int row = 0;
@@ -119,17 +120,29 @@ int main(int argc, char** argv) {
   while (row < 255 && !pick(row)) ++row;
   std::vector<std::string> words;
   for (int p = 0; p < kLen; ++p) words.push_back(kWords[static_cast<std::size_t>(word_at(row, p))]);
-  write_attention_heatmap(
-      eval, "enc.0.self_attn.weights", dir + "/attention.svg",
-      {.keys = words,
-       .title = "trained classifier, enc.0.self_attn.weights: a negated sentence, padded"},
-      row);
+
+  // snippet-begin: pictures
+  // The model's graph, as a trainer draws it next to its checkpoint (repeated layers once).
+  draw_model_svg(net, dir + "/model.svg", true,
+                 "the classifier of docs/examples/train_pictures.cpp");
+
+  // One batch row of a kept attention node: [heads, q_len, k_len] (eval kept it by name).
+  const Array w = attention_weights(eval, "enc.0.self_attn.weights", row);
+  double on_padding = 0;  // the largest weight any query gives a padded key: must be 0
+  for (std::int64_t i = 0; i < w.numel(); ++i)
+    if (valid.keep.at(row * kLen + i % kLen) == 0) on_padding = std::max(on_padding, w.at(i));
+  const HeatmapOptions look{.keys = words,
+                            .title = "trained classifier: a negated sentence, padded"};
+  write_text_file(dir + "/attention.svg", attention_heatmap_svg(w, look));
+  // snippet-end: pictures
   std::printf(
-      "validation accuracy %.3f after %d steps; wrote metrics.jsonl, model.svg, attention.svg in "
-      "%s\n",
-      last_accuracy, steps, dir.c_str());
-  if (!(last_accuracy > 0.9)) {
-    std::printf("FAILED: the classifier should learn this task (accuracy > 0.9)\n");
+      "validation accuracy %.3f after %d steps, largest attention on a padded key %g; wrote "
+      "metrics.jsonl, model.svg, attention.svg in %s\n",
+      last_accuracy, steps, on_padding, dir.c_str());
+  if (!(last_accuracy > 0.9) || on_padding != 0) {
+    std::printf(
+        "FAILED: the classifier should learn this task (accuracy > 0.9) and give padded "
+        "keys no attention\n");
     return 1;
   }
   return 0;
