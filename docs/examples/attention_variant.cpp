@@ -4,7 +4,10 @@
 // CPU runtime against the reference evaluator, and the mask's promise on the attention weights.
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <numbers>
+#include <sstream>
 
 #include <stag/runtime/gradcheck.hpp>
 
@@ -50,16 +53,16 @@ constexpr auto alibi_window_attention(Scope s, Tensor<S, T> x) {
 
 // snippet-begin: model
 // A two-layer Pre-LN language model on the variant: RMSNorm, ALiBi attention over a window of
-// 3 tokens, SwiGLU. The vocabulary has 50 tokens; d_model 32 with 4 heads.
+// 3 tokens, SwiGLU. The vocabulary has 50 tokens; d_model 32 with 4 heads. The weights of each
+// layer are the node `layers.<l>.attn.weights`.
 constexpr auto alibi_lm = model([](Builder& g) {
   auto ids = input<"ids", Shape<batch, seq>, DType::i32>(g);
   auto next = input<"next", Shape<batch, seq>, DType::i32>(g);  // the targets: ids shifted by one
   auto x = token_embedding<50, 32>(g / "embed", ids);
   for (int l = 0; l < 2; ++l) {
     auto s = g / "layers" / l;
-    auto a = alibi_window_attention<4, 3>(s / "attn", rms_norm_layer(s / "norm1", x));
-    if (l == 0) a.weights.output("weights0");  // readable after a run
-    x = x + a.out;
+    auto guard = s.enter();  // the layer's own nodes (norms, residual adds) are named under it
+    x = x + alibi_window_attention<4, 3>(s / "attn", rms_norm_layer(s / "norm1", x)).out;
     x = x + swiglu<64>(s / "mlp", rms_norm_layer(s / "norm2", x));
   }
   auto logits = linear<50>(g / "head", rms_norm_layer(g / "norm", x), false);
@@ -70,7 +73,8 @@ constexpr auto alibi_lm = model([](Builder& g) {
 // snippet-begin: static
 static_assert(alibi_lm.count(op::softmax) == 2);
 static_assert(alibi_lm.count(op::positions) == 4);  // two per layer: the distances and the heads
-static_assert(alibi_lm.shape(alibi_lm.output("weights0")) == Shape<batch, 4, seq, seq>::value);
+static_assert(alibi_lm.shape(alibi_lm.find("layers.0.attn.weights")) ==
+              Shape<batch, 4, seq, seq>::value);
 constexpr auto alibi_step = train_step<alibi_lm, AdamW{.weight_decay = 0.01}>();
 // snippet-end: static
 
@@ -90,7 +94,7 @@ int main() {
 
   // snippet-begin: runtime
   // The oneDNN runtime against the reference evaluator (the oracle), on the same weights.
-  Session sess(alibi_lm);
+  Session sess(alibi_lm, {.keep = {"layers.0.attn.weights"}});  // readable after the run
   sess.set_params(params);
   sess.set_inputs(in);
   sess.run();
@@ -102,7 +106,7 @@ int main() {
   // The window's promise, on the runtime's weights: key j gets weight 0 unless i - 3 < j <= i,
   // each row sums to 1, and inside the window a nearer key is favoured for equal scores (checked
   // by the bias itself: head 1's slope is 2^-2).
-  const Array w = sess.get("weights0");
+  const Array w = sess.get("layers.0.attn.weights");
   bool zero_outside = true, rows_sum_to_one = true;
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t h = 0; h < H; ++h)
@@ -132,5 +136,16 @@ int main() {
   }
   std::printf("loss after 1 step %.4f, after 30 steps %.4f\n", first, last);
   docs::expect(last < 0.5 * first, "30 AdamW steps on one batch halve the loss");
+
+  // snippet-begin: draw
+  const std::string svg = (std::filesystem::temp_directory_path() / "alibi_lm.svg").string();
+  draw_model_svg(alibi_lm, svg);  // collapsed: the two layers are drawn once
+  // snippet-end: draw
+  std::stringstream text;
+  text << std::ifstream(svg).rdbuf();
+  docs::expect(
+      text.str().find("<svg") != std::string::npos && text.str().find("attn") != std::string::npos,
+      "the model's picture is an SVG showing the attention cluster");
+  std::printf("wrote %s\n", svg.c_str());
   return 0;
 }
