@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 // Marks a hot loop function (kept as a hook for per-function ISA attributes).
 #define STAG_VECTORIZED
@@ -34,6 +35,45 @@ inline float exp_approx(float x) {
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
   return p * scale;
+}
+
+// max over x[0, n) (over the kept positions with a mask), -inf when there is none. NaN is
+// skipped. NOTE: not `omp simd reduction(max : m)`: OpenMP starts each lane's copy at the lowest
+// value of the type, which clang takes as -FLT_MAX and g++ as -inf, so with clang a fully masked
+// attention row came back as -FLT_MAX instead of -inf (and its softmax as 0 * inf = NaN). Fixed
+// lanes that start at -inf vectorise with both compilers.
+inline float max_reduce(const float* __restrict x, std::int64_t n) {
+  constexpr int kLanes = 16;
+  constexpr float ninf = -std::numeric_limits<float>::infinity();
+  float lane[kLanes];
+  for (int j = 0; j < kLanes; ++j) lane[j] = ninf;
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
+  float m = ninf;
+  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  for (int j = 0; j < kLanes; ++j) m = lane[j] > m ? lane[j] : m;
+  return m;
+}
+inline float max_reduce(const float* __restrict x, const std::uint8_t* __restrict keep,
+                        std::int64_t n) {
+  constexpr int kLanes = 16;
+  constexpr float ninf = -std::numeric_limits<float>::infinity();
+  float lane[kLanes];
+  for (int j = 0; j < kLanes; ++j) lane[j] = ninf;
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) {
+      const float v = keep[i + j] ? x[i + j] : ninf;
+      lane[j] = v > lane[j] ? v : lane[j];
+    }
+  float m = ninf;
+  for (; i < n; ++i) {
+    const float v = keep[i] ? x[i] : ninf;
+    m = v > m ? v : m;
+  }
+  for (int j = 0; j < kLanes; ++j) m = lane[j] > m ? lane[j] : m;
+  return m;
 }
 
 }  // namespace stag::vec

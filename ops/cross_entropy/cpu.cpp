@@ -14,9 +14,7 @@ namespace {
 
 // NOTE: max subtracted before exp (no overflow); returns log(sum(exp(x))).
 STAG_VECTORIZED float log_sum_exp(const float* __restrict x, std::int64_t n) {
-  float mx = -std::numeric_limits<float>::infinity();
-#pragma omp simd reduction(max : mx)
-  for (std::int64_t i = 0; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  const float mx = vec::max_reduce(x, n);
   if (mx == -std::numeric_limits<float>::infinity()) return mx;
   float z = 0.f;
 #pragma omp simd reduction(+ : z)
@@ -24,8 +22,9 @@ STAG_VECTORIZED float log_sum_exp(const float* __restrict x, std::int64_t n) {
   return mx + std::log(z);
 }
 
-STAG_VECTORIZED void softmax_minus_onehot(const float* __restrict x, float* __restrict dx, std::int64_t n,
-                                          std::int64_t label, float lse, float scale) {
+STAG_VECTORIZED void softmax_minus_onehot(const float* __restrict x, float* __restrict dx,
+                                          std::int64_t n, std::int64_t label, float lse,
+                                          float scale) {
   for (std::int64_t i = 0; i < n; ++i) dx[i] = vec::exp_approx(x[i] - lse) * scale;
   dx[label] -= scale;
 }
@@ -33,7 +32,9 @@ STAG_VECTORIZED void softmax_minus_onehot(const float* __restrict x, float* __re
 class CrossEntropyKernel final : public OwnKernel {
  public:
   CrossEntropyKernel(const CpuNode& n, bool backward)
-      : OwnKernel(n, backward ? &OpDef<OpId::cross_entropy_backward>::reference : &OpDef<OpId::cross_entropy>::reference,
+      : OwnKernel(n,
+                  backward ? &OpDef<OpId::cross_entropy_backward>::reference
+                           : &OpDef<OpId::cross_entropy>::reference,
                   backward ? "own cross_entropy backward" : "own cross_entropy"),
         backward_(backward) {
     classes_ = in_[0].dims[in_[0].rank - 1];
@@ -47,7 +48,8 @@ class CrossEntropyKernel final : public OwnKernel {
     std::int64_t count = 0;
     bool ok = true;
     for (std::int64_t r = 0; r < rows_; ++r) {
-      const std::int64_t y = in_[1].dtype == DType::i32 ? in_[1].as<const std::int32_t>()[r] : in_[1].as<const std::int64_t>()[r];
+      const std::int64_t y = in_[1].dtype == DType::i32 ? in_[1].as<const std::int32_t>()[r]
+                                                        : in_[1].as<const std::int64_t>()[r];
       const bool skip = y == ignore;
       ok &= skip || (y >= 0 && y < classes_);
       labels_[static_cast<std::size_t>(r)] = skip ? -1 : y;
@@ -62,11 +64,15 @@ class CrossEntropyKernel final : public OwnKernel {
         const float* row = x + r * classes_;
         // NOTE: a -inf logit at the label means probability 0: the loss is +inf.
         losses_[static_cast<std::size_t>(r)] =
-            y < 0 ? 0.0 : (row[y] == -std::numeric_limits<float>::infinity() ? INFINITY : log_sum_exp(row, classes_) - row[y]);
+            y < 0 ? 0.0
+                  : (row[y] == -std::numeric_limits<float>::infinity()
+                         ? INFINITY
+                         : log_sum_exp(row, classes_) - row[y]);
       }
       double total = 0;
       for (double l : losses_) total += l;
-      *out_.as<float>() = count ? static_cast<float>(total / static_cast<double>(count)) : 0.f;  // all ignored: 0
+      *out_.as<float>() =
+          count ? static_cast<float>(total / static_cast<double>(count)) : 0.f;  // all ignored: 0
       return;
     }
     const float g = *in_[2].as<const float>();
@@ -80,7 +86,8 @@ class CrossEntropyKernel final : public OwnKernel {
         for (std::int64_t i = 0; i < classes_; ++i) d[i] = 0.f;
         continue;
       }
-      softmax_minus_onehot(x + r * classes_, d, classes_, y, log_sum_exp(x + r * classes_, classes_), scale);
+      softmax_minus_onehot(x + r * classes_, d, classes_, y,
+                           log_sum_exp(x + r * classes_, classes_), scale);
     }
   }
 
@@ -92,8 +99,9 @@ class CrossEntropyKernel final : public OwnKernel {
 };
 
 bool supported(const CpuNode& n) {
-  return n.in[0].dtype == DType::f32 && n.in[0].contiguous() && (n.in[1].dtype == DType::i32 || n.in[1].dtype == DType::i64) &&
-         n.in[1].contiguous() && n.in[0].dims[n.in[0].rank - 1] > 0;
+  return n.in[0].dtype == DType::f32 && n.in[0].contiguous() &&
+         (n.in[1].dtype == DType::i32 || n.in[1].dtype == DType::i64) && n.in[1].contiguous() &&
+         n.in[0].dims[n.in[0].rank - 1] > 0;
 }
 
 }  // namespace

@@ -18,7 +18,8 @@ namespace {
 enum class Fold { sum, mean, max };
 
 // acc[i] (op)= x[r * inner + i] for r in [0, rows).
-void fold_rows_into(float* __restrict acc, const float* __restrict x, std::int64_t rows, std::int64_t inner, bool max) {
+void fold_rows_into(float* __restrict acc, const float* __restrict x, std::int64_t rows,
+                    std::int64_t inner, bool max) {
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * inner;
     if (max) {
@@ -33,10 +34,7 @@ void fold_rows_into(float* __restrict acc, const float* __restrict x, std::int64
 
 float fold_run(const float* __restrict x, std::int64_t n, bool max) {
   if (max) {
-    float acc = -std::numeric_limits<float>::infinity();
-#pragma omp simd reduction(max : acc)
-    for (std::int64_t i = 0; i < n; ++i) acc = x[i] > acc ? x[i] : acc;
-    return acc;
+    return vec::max_reduce(x, n);
   }
   float acc = 0.f;
 #pragma omp simd reduction(+ : acc)
@@ -46,10 +44,18 @@ float fold_run(const float* __restrict x, std::int64_t n, bool max) {
 
 class ReduceKernel final : public CpuKernel {
  public:
-  ReduceKernel(const CpuNode& n, Fold fold, std::int64_t outer, std::int64_t red, std::int64_t inner)
-      : x_(n.in[0].as<const float>()), y_(n.out.as<float>()), fold_(fold), outer_(outer), red_(red), inner_(inner) {
+  ReduceKernel(const CpuNode& n, Fold fold, std::int64_t outer, std::int64_t red,
+               std::int64_t inner)
+      : x_(n.in[0].as<const float>()),
+        y_(n.out.as<float>()),
+        fold_(fold),
+        outer_(outer),
+        red_(red),
+        inner_(inner) {
     // Split the reduced dim into chunks when there is too little outer work to share.
-    chunks_ = outer_ >= 4 * std::max(1, n.ctx.threads) ? 1 : static_cast<int>(std::clamp<std::int64_t>(red_ / 64, 1, 16));
+    chunks_ = outer_ >= 4 * std::max(1, n.ctx.threads)
+                  ? 1
+                  : static_cast<int>(std::clamp<std::int64_t>(red_ / 64, 1, 16));
     partial_.assign(static_cast<std::size_t>(chunks_ * outer_ * inner_), 0.f);
   }
   void run() override {
@@ -74,13 +80,17 @@ class ReduceKernel final : public CpuKernel {
 #pragma omp parallel for schedule(static)
     for (std::int64_t o = 0; o < outer_; ++o) {
       float* y = y_ + o * inner_;
-      std::copy(partial_.data() + o * chunks_ * inner_, partial_.data() + (o * chunks_ + 1) * inner_, y);
-      for (int c = 1; c < chunks_; ++c) fold_rows_into(y, partial_.data() + (o * chunks_ + c) * inner_, 1, inner_, max);
+      std::copy(partial_.data() + o * chunks_ * inner_,
+                partial_.data() + (o * chunks_ + 1) * inner_, y);
+      for (int c = 1; c < chunks_; ++c)
+        fold_rows_into(y, partial_.data() + (o * chunks_ + c) * inner_, 1, inner_, max);
       if (scale != 1.f)
         for (std::int64_t i = 0; i < inner_; ++i) y[i] *= scale;
     }
   }
-  std::string describe() const override { return "own reduction"; }
+  std::string describe() const override {
+    return "own reduction";
+  }
 
  private:
   const float* x_;
@@ -106,7 +116,8 @@ std::unique_ptr<CpuKernel> reduction(const CpuNode& n, Fold fold, dnnl::algorith
     for (int d = 0; d < first; ++d) outer *= x.dims[d];
     for (int d = first; d < last; ++d) red *= x.dims[d];
     for (int d = last; d < x.rank; ++d) inner *= x.dims[d];
-    if (outer > 0 && red > 0 && inner > 0) return std::make_unique<ReduceKernel>(n, fold, outer, red, inner);
+    if (outer > 0 && red > 0 && inner > 0)
+      return std::make_unique<ReduceKernel>(n, fold, outer, red, inner);
   }
   TensorView dst = x;  // the output seen with reduced dims kept as 1
   for (int d = 0; d < x.rank; ++d)
@@ -115,11 +126,13 @@ std::unique_ptr<CpuKernel> reduction(const CpuNode& n, Fold fold, dnnl::algorith
   dst.data = n.out.data;
   const dnnl::engine& eng = n.ctx.eng;
   try {
-    dnnl::reduction::primitive_desc pd(dnnl::reduction::desc(alg, memory_desc(x), memory_desc(dst), 0.f, 0.f), eng);
-    return std::make_unique<OnednnKernel>(eng, make_primitive<dnnl::reduction>(pd),
-                                          std::unordered_map<int, dnnl::memory>{{DNNL_ARG_SRC, memory_of(x, eng)},
-                                                                                {DNNL_ARG_DST, memory_of(dst, eng)}},
-                                          "onednn reduction (" + impl_name(pd) + ")");
+    dnnl::reduction::primitive_desc pd(
+        dnnl::reduction::desc(alg, memory_desc(x), memory_desc(dst), 0.f, 0.f), eng);
+    return std::make_unique<OnednnKernel>(
+        eng, make_primitive<dnnl::reduction>(pd),
+        std::unordered_map<int, dnnl::memory>{{DNNL_ARG_SRC, memory_of(x, eng)},
+                                              {DNNL_ARG_DST, memory_of(dst, eng)}},
+        "onednn reduction (" + impl_name(pd) + ")");
   } catch (const dnnl::error&) {
     return nullptr;  // e.g. nothing reduced (oneDNN refuses identical shapes)
   }

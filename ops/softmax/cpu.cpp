@@ -13,12 +13,12 @@
 namespace stag {
 namespace {
 
-dnnl::softmax_v2_forward::primitive_desc forward_pd(const dnnl::memory::desc& md, int axis, bool log,
-                                                    const dnnl::engine& eng) {
+dnnl::softmax_v2_forward::primitive_desc forward_pd(const dnnl::memory::desc& md, int axis,
+                                                    bool log, const dnnl::engine& eng) {
   return dnnl::softmax_v2_forward::primitive_desc(
-      dnnl::softmax_v2_forward::desc(dnnl::prop_kind::forward_training,
-                                     log ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate, md, md,
-                                     axis),
+      dnnl::softmax_v2_forward::desc(
+          dnnl::prop_kind::forward_training,
+          log ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate, md, md, axis),
       eng);
 }
 
@@ -28,10 +28,11 @@ std::unique_ptr<CpuKernel> forward(const CpuNode& n, bool log) {
   const dnnl::engine& eng = n.ctx.eng;
   const auto md = memory_desc(n.out);
   const auto pd = forward_pd(md, axis, log, eng);
-  return std::make_unique<OnednnKernel>(eng, make_primitive<dnnl::softmax_v2_forward>(pd),
-                                        std::unordered_map<int, dnnl::memory>{{DNNL_ARG_SRC, memory_of(md, n.in[0], eng)},
-                                                                              {DNNL_ARG_DST, memory_of(md, n.out, eng)}},
-                                        std::string("onednn ") + (log ? "log_softmax" : "softmax") + " (" + impl_name(pd) + ")");
+  return std::make_unique<OnednnKernel>(
+      eng, make_primitive<dnnl::softmax_v2_forward>(pd),
+      std::unordered_map<int, dnnl::memory>{{DNNL_ARG_SRC, memory_of(md, n.in[0], eng)},
+                                            {DNNL_ARG_DST, memory_of(md, n.out, eng)}},
+      std::string("onednn ") + (log ? "log_softmax" : "softmax") + " (" + impl_name(pd) + ")");
 }
 
 std::unique_ptr<CpuKernel> backward(const CpuNode& n, bool log) {
@@ -41,30 +42,25 @@ std::unique_ptr<CpuKernel> backward(const CpuNode& n, bool log) {
   const auto md = memory_desc(n.out);
   const auto hint = forward_pd(md, axis, log, eng);
   dnnl::softmax_v2_backward::primitive_desc pd(
-      dnnl::softmax_v2_backward::desc(log ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate, md, md,
-                                      md, axis),
+      dnnl::softmax_v2_backward::desc(
+          log ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate, md, md, md, axis),
       eng, hint);
-  return std::make_unique<OnednnKernel>(eng, make_primitive<dnnl::softmax_v2_backward>(pd),
-                                        std::unordered_map<int, dnnl::memory>{{DNNL_ARG_DST, memory_of(md, n.in[0], eng)},
-                                                                              {DNNL_ARG_DIFF_DST, memory_of(md, n.in[1], eng)},
-                                                                              {DNNL_ARG_DIFF_SRC, memory_of(md, n.out, eng)}},
-                                        std::string("onednn ") + (log ? "log_softmax" : "softmax") + " backward (" +
-                                            impl_name(pd) + ")");
+  return std::make_unique<OnednnKernel>(
+      eng, make_primitive<dnnl::softmax_v2_backward>(pd),
+      std::unordered_map<int, dnnl::memory>{{DNNL_ARG_DST, memory_of(md, n.in[0], eng)},
+                                            {DNNL_ARG_DIFF_DST, memory_of(md, n.in[1], eng)},
+                                            {DNNL_ARG_DIFF_SRC, memory_of(md, n.out, eng)}},
+      std::string("onednn ") + (log ? "log_softmax" : "softmax") + " backward (" + impl_name(pd) +
+          ")");
 }
 
 // One row of a masked softmax with a contiguous mask row (m[k]: position k is kept). The
 // reductions use `omp simd` so that they vectorise without -ffast-math.
-STAG_VECTORIZED void masked_softmax_row(const float* __restrict x, const bool* __restrict mask, float* __restrict y,
-                                        std::int64_t len) {
+STAG_VECTORIZED void masked_softmax_row(const float* __restrict x, const bool* __restrict mask,
+                                        float* __restrict y, std::int64_t len) {
   const auto* m = reinterpret_cast<const std::uint8_t*>(mask);
   constexpr float ninf = -std::numeric_limits<float>::infinity();
-  float mx = ninf;
-#pragma omp simd reduction(max : mx)
-  for (std::int64_t k = 0; k < len; ++k) {
-    const float xv = x[k];
-    const float v = m[k] ? xv : ninf;
-    mx = v > mx ? v : mx;
-  }
+  const float mx = vec::max_reduce(x, m, len);
   if (mx == ninf) {  // NOTE: fully masked row: zeros, not NaN
     for (std::int64_t k = 0; k < len; ++k) y[k] = 0.f;
     return;
@@ -108,12 +104,15 @@ class MaskedSoftmax final : public CpuKernel {
       if (ms == 1) {
         masked_softmax_row(x + r * len_, m + moff, y + r * len_, len_);
       } else {  // the mask is constant along the row: all kept or all masked
-        const bool* row_mask = reinterpret_cast<const bool*>(m[moff] ? ones_.data() : zeros_.data());
+        const bool* row_mask =
+            reinterpret_cast<const bool*>(m[moff] ? ones_.data() : zeros_.data());
         masked_softmax_row(x + r * len_, row_mask, y + r * len_, len_);
       }
     }
   }
-  std::string describe() const override { return "own masked softmax"; }
+  std::string describe() const override {
+    return "own masked softmax";
+  }
 
  private:
   TensorView x_, m_, y_;
@@ -130,8 +129,14 @@ std::unique_ptr<CpuKernel> OpDef<OpId::softmax>::cpu(const CpuNode& n) {
   if (n.out.dtype != DType::f32 || axis != n.out.rank - 1 || !n.in[0].contiguous()) return nullptr;
   return std::make_unique<MaskedSoftmax>(n);
 }
-std::unique_ptr<CpuKernel> OpDef<OpId::log_softmax>::cpu(const CpuNode& n) { return forward(n, true); }
-std::unique_ptr<CpuKernel> OpDef<OpId::softmax_backward>::cpu(const CpuNode& n) { return backward(n, false); }
-std::unique_ptr<CpuKernel> OpDef<OpId::log_softmax_backward>::cpu(const CpuNode& n) { return backward(n, true); }
+std::unique_ptr<CpuKernel> OpDef<OpId::log_softmax>::cpu(const CpuNode& n) {
+  return forward(n, true);
+}
+std::unique_ptr<CpuKernel> OpDef<OpId::softmax_backward>::cpu(const CpuNode& n) {
+  return backward(n, false);
+}
+std::unique_ptr<CpuKernel> OpDef<OpId::log_softmax_backward>::cpu(const CpuNode& n) {
+  return backward(n, true);
+}
 
 }  // namespace stag
