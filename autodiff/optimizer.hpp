@@ -66,10 +66,13 @@ constexpr void append_optimizer(Builder& b, const Opt& opt) {
   if (!total.valid()) return;  // no parameters
   const Ref norm = sqrt(total);
   b.add_output(norm.id, "grad_norm");
+  // NOTE: `norm * 0` is NaN when the norm is NaN or infinite (squares can overflow while every
+  // gradient is finite); adding it makes gscale non-finite, which skips every update. Without
+  // it, clipping would turn an infinite norm into gscale = 0 and still decay and move weights.
   Ref gscale;
   if (opt.clip_norm > 0) {
     const Ref clip = scalar(b, opt.clip_norm);
-    gscale = clip / (clip + relu(norm - clip));
+    gscale = clip / (clip + relu(norm - clip)) + norm * 0.0;
   } else {
     gscale = norm * 0.0 + 1.0;  // 1, or NaN when the norm is not finite
   }

@@ -98,3 +98,32 @@ TEST_CASE("a NaN loss skips the update and loses nothing", "[optim]") {
 }
 
 }  // namespace
+
+namespace {
+using namespace stag;
+
+// A loss whose gradients are finite but whose squared sum overflows f32: the norm is infinite.
+constexpr auto linear_net = model([](Builder& g) {
+  auto x = input<"x", Shape<batch, 3>>(g);
+  auto w = param<Shape<3, 2>>(g / "lin", "weight");
+  return mean<0, 1>(matmul(x, w));
+});
+
+TEST_CASE("an infinite gradient norm skips the update, with or without clipping", "[optim]") {
+  static constexpr auto plain = train<linear_net, AdamW{}>();
+  static constexpr auto clipped = train<linear_net, AdamW{.clip_norm = 1.0}>();
+  for (GraphView g : {GraphView(plain), GraphView(clipped)}) {
+    Session s(g, {.threads = 1, .seed = 3});
+    const Array w0 = s.params().at("lin.weight").clone();
+    NamedArrays in = step_inputs(0.01, 1);
+    in["x"] = Array::from<float>({2, 3}, {3e38f, 3e38f, 3e38f, 3e38f, 3e38f, 3e38f});
+    s.set_inputs(in);
+    s.run();
+    CHECK(std::isfinite(s.get("grad/lin.weight").at(0)));  // each gradient is finite...
+    CHECK(std::isinf(s.get("grad_norm").at(0)));           // ...their norm is not
+    CHECK(std::memcmp(s.params().at("lin.weight").raw(), w0.raw(), w0.bytes()) == 0);
+    CHECK(s.params().at("lin.weight.adam_m").to_doubles() == std::vector<double>(6, 0.0));
+  }
+}
+
+}  // namespace
