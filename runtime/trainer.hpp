@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -160,6 +161,11 @@ struct FitOptions {
   std::string checkpoint_path = {};   // saved every checkpoint_every steps and at the end
   std::int64_t checkpoint_every = 0;  // 0: only at the end
   std::int64_t stop_after = 0;        // stop early after this many steps of this call (tests)
+  // Keeps a checkpoint of the best evaluation so far (early stopping's "best model"): the
+  // evaluation record's `best_metric`, higher or lower being better.
+  std::string best_path = {};
+  std::string best_metric = "accuracy";
+  bool higher_is_better = true;
 };
 
 // What the steps of this trainer took (this process only: a resumed run starts at zero).
@@ -203,6 +209,9 @@ class Trainer {
   std::size_t batch_in_epoch() const { return next_batch_; }
   std::int64_t skipped_steps() const { return skipped_; }
   const TrainTotals& totals() const { return totals_; }
+  // The best evaluation value fit() has seen (NaN before one) and its step; kept in checkpoints.
+  double best_value() const { return best_value_; }
+  std::int64_t best_step() const { return best_step_; }
   const NamedArrays& params() const;  // parameters and optimizer state (shared by all sessions)
   // The gradient the last step applied (accumulated over micro-batches), before clipping.
   Array gradient(const std::string& param) const;
@@ -224,6 +233,8 @@ class Trainer {
   std::unique_ptr<MetricsLog> log_;
   std::int64_t step_ = 0, epoch_ = 0, skipped_ = 0;
   TrainTotals totals_;
+  double best_value_ = std::numeric_limits<double>::quiet_NaN();
+  std::int64_t best_step_ = 0;
   std::size_t next_batch_ = 0;
 };
 

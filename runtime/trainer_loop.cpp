@@ -2,6 +2,8 @@
 // round trip that makes a resumed run take exactly the steps of an uninterrupted one.
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
+#include <optional>
 
 #include <stag/runtime/trainer.hpp>
 
@@ -20,6 +22,13 @@ std::int64_t extra_int(const TrainState& s, const std::string& key, const std::s
   return v;
 }
 
+// A double as text that reads back to the same value ("nan" included).
+std::string double_text(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
 std::string format_value(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, std::abs(v) >= 1e-3 && std::abs(v) < 1e5 ? "%.4f" : "%.3e", v);
@@ -34,7 +43,9 @@ void Trainer::save(const std::string& path) const {
                 .seed = opts_.session.seed,
                 .rng_counter = dropout_counter(step_ + 1, 0),
                 .extra = {{"batch", std::to_string(next_batch_)},
-                          {"skipped_steps", std::to_string(skipped_)}}};
+                          {"skipped_steps", std::to_string(skipped_)},
+                          {"best_step", std::to_string(best_step_)},
+                          {"best_value", double_text(best_value_)}}};
   save_checkpoint(path, step_session_->params(), st, opts_.config_json);
 }
 
@@ -50,6 +61,9 @@ CheckpointInfo Trainer::resume(const std::string& path) {
   epoch_ = info.state.epoch;
   next_batch_ = static_cast<std::size_t>(extra_int(info.state, "batch", path));
   skipped_ = extra_int(info.state, "skipped_steps", path);
+  best_step_ = extra_int(info.state, "best_step", path);
+  const auto best = info.state.extra.find("best_value");
+  best_value_ = best == info.state.extra.end() ? std::nan("") : std::strtod(best->second.c_str(), nullptr);
   if (!opts_.metrics_path.empty()) {
     // Lines logged after the checkpoint belong to abandoned steps: drop them, then append.
     log_.reset();
@@ -86,6 +100,13 @@ void Trainer::fit(const DataSource& data, const FitOptions& o) {
     r.epoch = epoch_;
     if (r.split == "train") r.split = "valid";
     if (log_) log_->write(r);
+    const std::optional<double> v = r.get(o.best_metric);
+    if (!o.best_path.empty() && v && std::isfinite(*v) &&
+        (std::isnan(best_value_) || (o.higher_is_better ? *v > best_value_ : *v < best_value_))) {
+      best_value_ = *v;
+      best_step_ = step_;
+      save(o.best_path);
+    }
     std::string text = r.split + " step " + std::to_string(r.step) + ":";
     for (const auto& [name, v] : r.values) text += "  " + name + " " + format_value(v);
     progress.note(text);
