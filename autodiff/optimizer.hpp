@@ -2,7 +2,7 @@
 // norm, and one update node per parameter, all one compile-time graph that the runtime plans
 // and runs as a single step. The learning rate and the step number are inputs ("lr", "step"),
 // so schedules need no re-planning.
-//   constexpr auto step = stag::train<model, stag::AdamW{.weight_decay = 0.01}>();
+//   constexpr auto step = stag::train_step<model, stag::AdamW{.weight_decay = 0.01}>();
 // Outputs: the loss (result), `grad/<param>` per parameter, and "grad_norm" (before clipping).
 // With `.hparams_as_inputs = true` the optimizer's settings are inputs too ([] f32 each:
 // "clip_norm", and "beta1", "beta2", "eps", "weight_decay" for Adam/AdamW, "momentum",
@@ -193,10 +193,10 @@ consteval auto update() {
 
 // One training step of model G (whose result is the loss) with optimizer Opt (Sgd, Adam, AdamW).
 template <const auto& G, auto Opt>
-consteval auto train() {
+consteval auto train_step() {
   using O = std::remove_cvref_t<decltype(Opt)>;
   static_assert(std::is_same_v<O, Sgd> || std::is_same_v<O, Adam> || std::is_same_v<O, AdamW>,
-                "stag::train: the optimizer must be stag::Sgd, stag::Adam or stag::AdamW");
+                "stag::train_step: the optimizer must be stag::Sgd, stag::Adam or stag::AdamW");
   constexpr GraphSizes z = detail::build_train<G, Opt>().sizes();
   return detail::build_train<G, Opt>().template freeze<z>();
 }

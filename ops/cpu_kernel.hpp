@@ -26,6 +26,17 @@ struct CpuContext {
 
 // What a kernel factory sees: the node, its concrete input and output views (data pointers
 // are final: buffers are planned before kernels are made), and the run state it reads.
+// Work the planner folded into a node's kernel (today: a matmul's consumers): the bias add,
+// a constant scale, then an activation, applied in this order.
+struct PostOp {
+  enum class Kind : std::uint8_t { bias, scale, eltwise };
+  Kind kind = Kind::bias;
+  TensorView bias;     // Kind::bias: [N], broadcast over the rows
+  float scale = 1.f;   // Kind::scale
+  OpId act{};          // Kind::eltwise: relu, gelu, gelu_tanh, silu, sigmoid or tanh
+  int node = -1;       // the graph node this folds in
+};
+
 struct CpuNode {
   const GraphView& g;
   int node = -1;
@@ -33,6 +44,7 @@ struct CpuNode {
   TensorView out;
   CpuContext& ctx;
   const RunState& state;
+  std::vector<PostOp> post{};  // only for ops that declare cpu_post_ops (matmul)
 
   const Node& n() const { return g.node(node); }
   const Attrs& attr() const { return g.attr(node); }

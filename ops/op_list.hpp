@@ -25,6 +25,7 @@
   /* lookup */       X(embedding) X(embedding_backward)                                          \
   /* losses */       X(cross_entropy) X(cross_entropy_backward) X(mse_loss)                      \
   /* position */     X(rope)                                                                     \
+  /* kv cache */     X(cache_write)                                                              \
   /* misc */         X(dropout) X(cast) X(stop_gradient)                                         \
   /* optimizers */   X(sgd_update) X(adam_update)
 // clang-format on

@@ -8,6 +8,7 @@
 // Forward definitions (shape rules, typed front-ends).
 #include <stag/ops/argmax/argmax.hpp>
 #include <stag/ops/binary/binary.hpp>
+#include <stag/ops/cache_write/cache_write.hpp>
 #include <stag/ops/cast/cast.hpp>
 #include <stag/ops/compare/compare.hpp>
 #include <stag/ops/concat/concat.hpp>

@@ -89,6 +89,63 @@ struct UnionFind {
   }
 };
 
+// Folds node n into the matmul that produces one of its operands, when that value has no
+// other reader and is not kept: `+ bias` ([N] along the last dim), `* constant`, and an
+// activation. Returns the folded operand (n then aliases it), or -1.
+int try_fold(const GraphView& g, int n, const std::vector<std::vector<std::pair<int, int>>>& consumers,
+             const std::vector<char>& kept, std::vector<int>& fused_into, const std::vector<NodePlan>& nodes,
+             std::vector<std::vector<PostOp>>& post) {
+  const Node& nd = g.node(n);
+  const OpId op = op_id(nd.op);
+  const bool is_act = op == OpId::relu || op == OpId::gelu || op == OpId::gelu_tanh || op == OpId::silu ||
+                      op == OpId::sigmoid || op == OpId::tanh;
+  if (op != OpId::add && op != OpId::mul && !is_act) return -1;
+  if (nd.dtype != DType::f32) return -1;
+  const auto idx = [](int i) { return static_cast<std::size_t>(i); };
+  for (int k = 0; k < nd.nin; ++k) {
+    const int in = nd.in[k];
+    const int m = fused_into[idx(in)] >= 0 ? fused_into[idx(in)] : in;
+    if (op_id(g.node(m).op) != OpId::matmul || nodes[idx(m)].kind != NodePlan::Kind::compute) continue;
+    if (consumers[idx(in)].size() != 1 || kept[idx(in)] || kept[idx(m)]) continue;
+    if (in == m && consumers[idx(m)].size() != 1) continue;
+    if (nodes[idx(m)].view.dtype != DType::f32 || !(g.shape(in) == g.shape(n))) continue;
+    std::vector<PostOp>& ops = post[idx(m)];
+    const bool has_act =
+        std::any_of(ops.begin(), ops.end(), [](const PostOp& p) { return p.kind == PostOp::Kind::eltwise; });
+    const bool has_affine =
+        std::any_of(ops.begin(), ops.end(), [](const PostOp& p) { return p.kind != PostOp::Kind::eltwise; });
+    PostOp po;
+    po.node = n;
+    if (is_act) {
+      if (has_act) continue;
+      po.kind = PostOp::Kind::eltwise;
+      po.act = op;
+    } else {
+      if (has_act || has_affine) continue;
+      const int other = nd.in[1 - k];
+      const ShapeV& os = g.shape(other);
+      const Node& on = g.node(other);
+      if (op == OpId::mul) {
+        if (op_id(on.op) != OpId::constant || os.rank != 0) continue;
+        po.kind = PostOp::Kind::scale;
+        po.scale = static_cast<float>(g.attr(other).f[0]);
+      } else {
+        const ShapeV& ms = g.shape(m);
+        if (os.rank != 1 || !(os.dims[0] == ms.dims[ms.rank - 1]) || on.dtype != DType::f32) continue;
+        // The bias must exist when the matmul runs: a parameter, or computed before it.
+        const bool external = (on.flags & (kFlagParam | kFlagState | kFlagInput)) != 0;
+        if (!external && other > m) continue;
+        po.kind = PostOp::Kind::bias;
+        po.node = other;
+      }
+    }
+    ops.push_back(po);
+    fused_into[idx(n)] = m;
+    return in;
+  }
+  return -1;
+}
+
 }  // namespace
 
 // The flow graph is created inside its task arena: a TBB graph runs its nodes in the arena it
@@ -147,11 +204,12 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
   const int N = g.size();
   const auto idx = [](int i) { return static_cast<std::size_t>(i); };
 
-  // 1. Which nodes the step needs: kept values, side effects, and everything they read.
+  // 1. Which nodes the step needs: kept values, side effects (optimizer nodes and every node
+  // that writes an input in place, such as a KV-cache write), and everything they read.
   std::vector<char> needed(idx(N), 0), kept(idx(N), 0);
   for (int k : opts.keep) needed[idx(k)] = kept[idx(k)] = 1;
   for (int n = 0; n < N; ++n)
-    if (g.node(n).flags & kFlagOptimizer) needed[idx(n)] = 1;
+    if ((g.node(n).flags & kFlagOptimizer) || kWrites[g.node(n).op.value]) needed[idx(n)] = 1;
   for (int n = N - 1; n >= 0; --n)
     if (needed[idx(n)])
       for (int k = 0; k < g.node(n).nin; ++k) needed[idx(g.node(n).in[k])] = 1;
@@ -163,6 +221,10 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
 
   // 2. Kinds, shapes and views; arena buffers for inputs and computed values.
   plan->nodes.resize(idx(N));
+  std::vector<int> alias_of(idx(N), -1);             // alias nodes: the node whose bytes they view
+  std::vector<std::vector<PostOp>> post(idx(N));     // matmul nodes: folded consumers
+  std::vector<int> fused_into(idx(N), -1);           // folded nodes: their matmul
+  std::vector<std::vector<int>> extra_deps(idx(N));  // matmul nodes: compute inputs of folded ops
   UnionFind uf;
   std::vector<int> node_buf(idx(N), -1);  // pre-merge buffer id of each node's value
   std::vector<int> buf_node;              // the node that first produced each buffer
@@ -210,9 +272,26 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
     }
     if (alias) {
       p.kind = NodePlan::Kind::alias;
+      alias_of[idx(n)] = in0;
       node_buf[idx(n)] = node_buf[idx(in0)];
       p.kernel_name = "view";
       continue;
+    }
+    if (opts.fuse) {
+      const int folded = try_fold(g, n, consumers, kept, fused_into, plan->nodes, post);
+      if (folded >= 0) {
+        // A folded bias is read by the matmul's kernel: the matmul waits for it. (A folded
+        // scale is a constant baked into the kernel; nothing reads its node.)
+        const int m = fused_into[idx(n)];
+        const PostOp& folded_op = post[idx(m)].back();
+        if (folded_op.kind == PostOp::Kind::bias && plan->nodes[idx(folded_op.node)].kind == NodePlan::Kind::compute)
+          extra_deps[idx(m)].push_back(folded_op.node);
+        p.kind = NodePlan::Kind::alias;
+        alias_of[idx(n)] = folded;
+        node_buf[idx(n)] = node_buf[idx(folded)];
+        p.kernel_name = "fused into " + g.name(m);
+        continue;
+      }
     }
     p.kind = NodePlan::Kind::compute;
     node_buf[idx(n)] = uf.add();
@@ -298,7 +377,7 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
   for (int n = 0; n < N; ++n) {
     NodePlan& p = plan->nodes[idx(n)];
     if (p.kind == NodePlan::Kind::alias) {
-      p.view.data = plan->nodes[idx(g.node(n).in[0])].view.data;
+      p.view.data = plan->nodes[idx(alias_of[idx(n)])].view.data;
     } else if (p.buffer >= 0) {
       p.view.data = plan->arena_ + plan->memory.offsets[idx(p.buffer)];
     }
@@ -306,7 +385,7 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
 
   // 7. Dependencies: data (through views to the computing node) and memory reuse.
   auto source = [&](int n) {
-    while (plan->nodes[idx(n)].kind == NodePlan::Kind::alias) n = g.node(n).in[0];
+    while (plan->nodes[idx(n)].kind == NodePlan::Kind::alias) n = alias_of[idx(n)];
     return n;
   };
   std::vector<std::vector<int>> users(plan->buffers.size());  // compute nodes touching each buffer
@@ -314,8 +393,10 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
     NodePlan& p = plan->nodes[idx(n)];
     if (p.kind != NodePlan::Kind::compute) continue;
     users[idx(p.buffer)].push_back(n);
-    for (int k = 0; k < g.node(n).nin; ++k) {
-      const int s = source(g.node(n).in[k]);
+    std::vector<int> reads(g.node(n).in, g.node(n).in + g.node(n).nin);
+    reads.insert(reads.end(), extra_deps[idx(n)].begin(), extra_deps[idx(n)].end());
+    for (int r : reads) {
+      const int s = source(r);
       if (plan->nodes[idx(s)].kind == NodePlan::Kind::compute) p.deps.push_back(s);
       if (plan->nodes[idx(s)].buffer >= 0) users[idx(plan->nodes[idx(s)].buffer)].push_back(n);
     }
@@ -358,9 +439,14 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
           if (u != writer) plan->nodes[idx(writer)].deps.push_back(u);
       }
   }
-  for (NodePlan& p : plan->nodes) {
+  for (int n = 0; n < N; ++n) {
+    NodePlan& p = plan->nodes[idx(n)];
     std::sort(p.deps.begin(), p.deps.end());
     p.deps.erase(std::unique(p.deps.begin(), p.deps.end()), p.deps.end());
+    // Execution order is index order: a dependency on a later node would be a cycle, and a
+    // TBB flow graph with a cycle silently never runs those nodes.
+    if (!p.deps.empty() && p.deps.back() >= n)
+      throw Error("stag: internal error: " + g.name(n) + " depends on a later node (" + g.name(p.deps.back()) + ")");
   }
 
   // 8. Kernels, made once per plan with final pointers.
@@ -370,7 +456,12 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
     const Node& nd = g.node(n);
     CpuNode cn{g, n, {}, p.view, ctx, state};
     for (int k = 0; k < nd.nin; ++k) cn.in.push_back(plan->nodes[idx(nd.in[k])].view);
+    cn.post = post[idx(n)];
+    for (PostOp& po : cn.post)
+      if (po.kind == PostOp::Kind::bias) po.bias = plan->nodes[idx(po.node)].view;
     if (const CpuFactory f = kCpuFactories[nd.op.value]) p.kernel = f(cn);
+    if (!p.kernel && !cn.post.empty())
+      throw Error("stag: internal error: " + g.name(n) + ": no kernel for the operations folded into it");
     if (!p.kernel) {
       const KernelFn ref = kReferenceKernels[nd.op.value];
       if (ref == nullptr)

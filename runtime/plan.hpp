@@ -25,6 +25,7 @@ struct PlanOptions {
   bool poison_freed = false;  // debug: fill each buffer with NaN after its last use
   bool in_place = true;       // let elementwise nodes overwrite inputs that die with them
   bool profile = false;       // time every node (sequential schedule)
+  bool fuse = true;           // fold bias adds, scales and activations into matmuls
   std::vector<int> keep;      // nodes whose values must survive the step (outputs, result)
 };
 

@@ -17,6 +17,7 @@ Session::Session(const GraphView& g, SessionOptions opts) : g_(g), opts_(std::mo
   plan_opts_.threads = ctx_.threads;
   plan_opts_.poison_freed = opts_.poison_freed;
   plan_opts_.in_place = opts_.in_place;
+  plan_opts_.fuse = opts_.fuse;
   plan_opts_.profile = opts_.profile;
   if (g_.result >= 0) plan_opts_.keep.push_back(g_.result);
   for (const OutputEntry& o : g_.outputs) plan_opts_.keep.push_back(o.node);

@@ -18,6 +18,7 @@ struct SessionOptions {
   Schedule schedule = Schedule::sequential;
   bool poison_freed = false;           // debug: NaN-fill buffers after their last use
   bool in_place = true;                // let elementwise nodes overwrite inputs that die with them
+  bool fuse = true;                    // fold bias adds, scales and activations into matmuls
   bool profile = false;                // time every node (runs the sequential schedule)
   std::uint64_t seed = 0;              // parameter initialisation and dropout
   std::vector<std::string> keep = {};  // intermediate nodes to keep readable after a run

@@ -23,7 +23,7 @@ constexpr auto net = model([](Builder& g) {
   auto y = tanh(matmul(x, w) + b);
   return mean<0, 1>(y * y);
 });
-constexpr auto step_graph = train<net, AdamW{.weight_decay = 0.1}>();
+constexpr auto step_graph = train_step<net, AdamW{.weight_decay = 0.1}>();
 
 NamedArrays step_inputs(int t) {
   return {{"x", th::random_array(DType::f32, {2, 3}, 100 + static_cast<std::uint64_t>(t))},

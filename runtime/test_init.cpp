@@ -19,7 +19,7 @@ constexpr auto net = model([](Builder& g) {
   auto y = tanh(matmul(matmul(x, tok), w) + b) * gain;
   return mean<0, 1>(y * y);
 });
-constexpr auto step_graph = train<net, AdamW{}>();
+constexpr auto step_graph = train_step<net, AdamW{}>();
 
 TEST_CASE("glob patterns: '*' spans dots, '?' is one character", "[init]") {
   CHECK(glob_match("*.bias", "enc.0.attn.w_q.bias"));

@@ -117,3 +117,73 @@ TEST_CASE("kernel choices are printable", "[session]") {
   CHECK(k.find("onednn binary") != std::string::npos);
 }
 }  // namespace
+
+namespace {
+constexpr auto adam_step = train_step<net, AdamW{}>();
+
+std::vector<double> train_losses(std::uint64_t seed) {
+  Session s(adam_step, {.threads = 2, .seed = seed});
+  std::vector<double> losses;
+  for (int t = 1; t <= 5; ++t) {
+    NamedArrays in = inputs(3, 6, 40 + t);
+    in["lr"] = Array::from<float>({}, {1e-3f});
+    in["step"] = Array::from<float>({}, {static_cast<float>(t)});
+    s.set_inputs(in);
+    s.run({.training = true, .step = static_cast<std::uint64_t>(t)});
+    losses.push_back(s.result());
+  }
+  return losses;
+}
+
+TEST_CASE("two training runs with the same seed and threads give bitwise-equal losses", "[session]") {
+  const std::vector<double> a = train_losses(7), b = train_losses(7), c = train_losses(8);
+  CHECK(a == b);  // bitwise: exact double comparison
+  CHECK(a != c);
+  CHECK(a.front() != a.back());  // the model does train
+}
+
+// The session validates inputs with the same code as the reference evaluator: same messages.
+std::string session_error(const NamedArrays& in) {
+  try {
+    Session s(net, {.threads = 1});
+    s.set_inputs(in);
+    s.run();
+  } catch (const stag::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+std::string reference_error(const NamedArrays& in) {
+  try {
+    evaluate_reference(net, in, make_params(net, {}, 1));
+  } catch (const stag::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST_CASE("bad inputs give the reference evaluator's messages through a session", "[session]") {
+  std::vector<NamedArrays> bad;
+  NamedArrays in = inputs(2, 5, 1);
+  in["keep"] = th::random_array(DType::f32, {2, 5}, 2);  // wrong dtype
+  bad.push_back(in);
+  in = inputs(2, 5, 1);
+  in["x"] = th::random_array(DType::f32, {2, 5, D, 1}, 2);  // wrong rank
+  bad.push_back(in);
+  in = inputs(2, 5, 1);
+  in["x"] = th::random_array(DType::f32, {2, 5, D + 1}, 2);  // static dim
+  bad.push_back(in);
+  in = inputs(2, 5, 1);
+  in["keep"] = th::random_array(DType::boolean, {2, 6}, 2);  // one symbol, two values
+  bad.push_back(in);
+  in = inputs(2, 5, 1);
+  in.erase("keep");  // missing
+  bad.push_back(in);
+  for (const NamedArrays& b : bad) {
+    const std::string s = session_error(b), r = reference_error(b);
+    INFO(r);
+    CHECK(!s.empty());
+    CHECK(s == r);
+  }
+}
+}  // namespace

@@ -15,6 +15,8 @@ Backend cpu_backend(stag::Schedule schedule, std::string name) {
     stag::SessionOptions so;
     so.schedule = schedule;
     so.poison_freed = schedule == stag::Schedule::sequential;
+    if (std::getenv("STAG_TEST_NOFUSE")) so.fuse = false;
+    if (std::getenv("STAG_TEST_NOINPLACE")) so.in_place = false;
     so.seed = eval.seed;
     so.dims = eval.dims;
     stag::Session s(g, so);

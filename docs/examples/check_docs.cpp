@@ -1,5 +1,5 @@
 // check_docs: keeps the docs' quoted code and shape tables in step with the compiled examples.
-// In every docs/**/*.md, the text between a marker and `<!-- end -->` is generated:
+// In README.md and every docs/**/*.md, the text between a marker and `<!-- end -->` is generated:
 //   <!-- begin snippet: docs/examples/attention.cpp#mha -->   the lines between
 //        `// snippet-begin: mha` and `// snippet-end: mha` of that file
 //   <!-- begin snippet: models/classifier.hpp:24-42 -->       lines 24 to 42 of that file
@@ -158,10 +158,12 @@ int main(int argc, char** argv) {
   const bool update = argc > 3 && std::string(argv[3]) == "--update";
   try {
     int stale = 0, pages = 0;
-    for (const auto& entry : fs::recursive_directory_iterator(root / "docs")) {
-      if (entry.path().extension() != ".md") continue;
+    std::vector<fs::path> files{root / "README.md"};
+    for (const auto& entry : fs::recursive_directory_iterator(root / "docs"))
+      if (entry.path().extension() == ".md") files.push_back(entry.path());
+    for (const fs::path& page : files) {
       ++pages;
-      stale += process(root, bin_dir, entry.path(), update);
+      stale += process(root, bin_dir, page, update);
     }
     std::cout << pages << " pages, " << stale << " stale blocks"
               << (update && stale ? " (rewritten)" : "") << "\n";

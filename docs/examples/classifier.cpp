@@ -16,7 +16,7 @@ constexpr ClassifierConfig kConfig{.vocab = 1000,
                                    .classes = 2,
                                    .dropout = 0.1};
 constexpr auto net = model([](Builder& g) { return classifier<kConfig>(g); });  // loss, "logits"
-constexpr auto step = train<net, AdamW{.weight_decay = 0.01, .clip_norm = 1.0}>();
+constexpr auto step = train_step<net, AdamW{.weight_decay = 0.01, .clip_norm = 1.0}>();
 // snippet-end: config
 
 // snippet-begin: checks

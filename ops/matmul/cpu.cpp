@@ -1,11 +1,13 @@
 // CPU kernel of matmul: one oneDNN matmul primitive. Transposed operands and permuted
 // (strided) inputs are passed as strides, without copies; a linear layer ([.., K] @ [K, N])
-// is collapsed to one 2-D product. If oneDNN rejects a stride pattern, the strided operand is
-// reordered into a contiguous scratch buffer first.
+// is collapsed to one 2-D product; consumers the planner folded in (a bias add, a constant
+// scale, an activation) become oneDNN's bias, output scale and eltwise post-op. If oneDNN
+// rejects a stride pattern, the strided operand is reordered into contiguous scratch first.
 #include <optional>
-#include <stag/ops/cpu_kernel.hpp>
 
+#include <stag/ops/cpu_kernel.hpp>
 #include <stag/ops/matmul/matmul.hpp>
+#include <stag/ops/registry.hpp>
 
 namespace stag {
 namespace {
@@ -33,6 +35,17 @@ TensorView collapse_rows(const TensorView& v) {
   return c;
 }
 
+dnnl::algorithm eltwise_alg(OpId act) {
+  switch (act) {
+    case OpId::relu: return dnnl::algorithm::eltwise_relu;
+    case OpId::gelu: return dnnl::algorithm::eltwise_gelu_erf;
+    case OpId::gelu_tanh: return dnnl::algorithm::eltwise_gelu_tanh;
+    case OpId::silu: return dnnl::algorithm::eltwise_swish;
+    case OpId::sigmoid: return dnnl::algorithm::eltwise_logistic;
+    default: return dnnl::algorithm::eltwise_tanh;
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<CpuKernel> OpDef<OpId::matmul>::cpu(const CpuNode& n) {
@@ -57,14 +70,35 @@ std::unique_ptr<CpuKernel> OpDef<OpId::matmul>::cpu(const CpuNode& n) {
     b2.strides[1] = b.strides[r - 1];
     b = b2;
   }
+
+  // Folded consumers, in order: bias, scale, activation.
+  dnnl::primitive_attr attr;
+  dnnl::post_ops post_ops;
+  std::optional<TensorView> bias;
+  std::string folded;
+  for (const PostOp& po : n.post) {
+    if (po.kind == PostOp::Kind::bias) {
+      bias = padded(po.bias, c.rank);  // [N] as [1, ..., 1, N]
+      if (!bias->contiguous()) return nullptr;
+      folded += " +bias";
+    } else if (po.kind == PostOp::Kind::scale) {
+      attr.set_output_scales(0, {po.scale});
+      folded += " *scale";
+    } else {
+      post_ops.append_eltwise(1.f, eltwise_alg(po.act), po.act == OpId::silu ? 1.f : 0.f, 0.f);
+      folded += " +" + std::string(op_name(code(po.act)));
+    }
+  }
+  attr.set_post_ops(post_ops);
+
   const dnnl::engine& eng = n.ctx.eng;
   std::vector<OnednnKernel::Step> steps;
   std::vector<Array> scratch;
-  auto try_pd = [&](const TensorView& av,
-                    const TensorView& bv) -> std::optional<dnnl::matmul::primitive_desc> {
+  auto try_pd = [&](const TensorView& av, const TensorView& bv) -> std::optional<dnnl::matmul::primitive_desc> {
     try {
-      return dnnl::matmul::primitive_desc(
-          dnnl::matmul::desc(memory_desc(av), memory_desc(bv), memory_desc(c)), eng);
+      const auto desc = bias ? dnnl::matmul::desc(memory_desc(av), memory_desc(bv), memory_desc(*bias), memory_desc(c))
+                             : dnnl::matmul::desc(memory_desc(av), memory_desc(bv), memory_desc(c));
+      return dnnl::matmul::primitive_desc(desc, attr, eng);
     } catch (const dnnl::error&) {
       return std::nullopt;
     }
@@ -76,8 +110,7 @@ std::unique_ptr<CpuKernel> OpDef<OpId::matmul>::cpu(const CpuNode& n) {
       if (v->contiguous()) continue;
       TensorView dense = *v;
       dense.set_contiguous();
-      scratch.emplace_back(dense.dtype,
-                           std::vector<std::int64_t>(dense.dims, dense.dims + dense.rank));
+      scratch.emplace_back(dense.dtype, std::vector<std::int64_t>(dense.dims, dense.dims + dense.rank));
       dense.data = scratch.back().raw();
       dnnl::memory src = memory_of(*v, eng), dst = memory_of(dense, eng);
       steps.push_back({make_primitive<dnnl::reorder>(dnnl::reorder::primitive_desc(src, dst)),
@@ -87,13 +120,13 @@ std::unique_ptr<CpuKernel> OpDef<OpId::matmul>::cpu(const CpuNode& n) {
     pd = try_pd(a_used, b_used);
     if (!pd) return nullptr;
   }
-  steps.push_back({make_primitive<dnnl::matmul>(*pd),
-                   {{DNNL_ARG_SRC, memory_of(pd->src_desc(), a_used, eng)},
-                    {DNNL_ARG_WEIGHTS, memory_of(pd->weights_desc(), b_used, eng)},
-                    {DNNL_ARG_DST, memory_of(pd->dst_desc(), c, eng)}}});
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, memory_of(pd->src_desc(), a_used, eng)},
+                                              {DNNL_ARG_WEIGHTS, memory_of(pd->weights_desc(), b_used, eng)},
+                                              {DNNL_ARG_DST, memory_of(pd->dst_desc(), c, eng)}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, memory_of(pd->bias_desc(), *bias, eng));
+  steps.push_back({make_primitive<dnnl::matmul>(*pd), std::move(args)});
   auto k = std::make_unique<OnednnKernel>(
-      eng, std::move(steps),
-      "onednn matmul (" + impl_name(*pd) + (scratch.empty() ? ")" : ", +reorder)"));
+      eng, std::move(steps), "onednn matmul (" + impl_name(*pd) + (scratch.empty() ? "" : ", +reorder") + ")" + folded);
   k->scratch = std::move(scratch);
   return k;
 }

@@ -1,4 +1,4 @@
-// Optimizer updates as graph nodes, appended to a training graph by stag::train<...>()
+// Optimizer updates as graph nodes, appended to a training graph by stag::train_step<...>()
 // (autodiff/optimizer.hpp). Each node updates one parameter and its state in place and outputs
 // a dummy [] scalar; the planner orders it after every other reader of the parameter.
 //   sgd_update(p, g, buf, lr, gscale):     buf = momentum*buf + g';  p -= lr * (nesterov ? g' +

@@ -16,10 +16,10 @@ constexpr auto net = model([](Builder& g) {
   auto y = tanh(matmul(x, w) + b);
   return mean<0, 1>(y * y);
 });
-constexpr auto adamw_step = train<net, AdamW{.weight_decay = 0.1}>();
-constexpr auto adam_step = train<net, Adam{.weight_decay = 0.1}>();
-constexpr auto sgd_step = train<net, Sgd{.momentum = 0.9, .weight_decay = 0.1, .nesterov = true}>();
-constexpr auto clipped_step = train<net, AdamW{.clip_norm = 1e-3}>();
+constexpr auto adamw_step = train_step<net, AdamW{.weight_decay = 0.1}>();
+constexpr auto adam_step = train_step<net, Adam{.weight_decay = 0.1}>();
+constexpr auto sgd_step = train_step<net, Sgd{.momentum = 0.9, .weight_decay = 0.1, .nesterov = true}>();
+constexpr auto clipped_step = train_step<net, AdamW{.clip_norm = 1e-3}>();
 static_assert(adamw_step.count(op::adam_update) == 2);
 static_assert(sgd_step.count(op::sgd_update) == 2);
 static_assert(adamw_step.find("lin.weight.adam_m") >= 0);

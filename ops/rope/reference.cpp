@@ -1,5 +1,6 @@
 // Reference kernel of rope: a cos/sin table per (position, pair) computed in double, then one
-// rotation per pair (i, i + Dh/2) of every row.
+// rotation per pair (i, i + Dh/2) of every row. Positions are s + offset, or positions[s] +
+// offset when the op has a positions input.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -28,7 +29,10 @@ void OpDef<OpId::rope>::reference(const KernelArgs& a) {
     for (std::int64_t i = 0; i < half; ++i) {
       const double inv_freq =
           std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(dh));
-      const double angle = sign * static_cast<double>(s + offset) * inv_freq;
+      const long double p =
+          a.in.size() > 1 ? kernel::load_exact(a.in[1], s) : static_cast<long double>(s);
+      const double angle =
+          sign * static_cast<double>(p + static_cast<long double>(offset)) * inv_freq;
       cos_t[static_cast<std::size_t>(s * half + i)] = std::cos(angle);
       sin_t[static_cast<std::size_t>(s * half + i)] = std::sin(angle);
     }

@@ -3,12 +3,17 @@
 // (x[i], x[i + Dh/2]) at position p = s + offset is rotated by the angle p * theta^(-2i/Dh):
 //   y[i] = x[i] cos - x[i + Dh/2] sin,   y[i + Dh/2] = x[i + Dh/2] cos + x[i] sin.
 //   rope(q [B, H, S, 64]) -> [B, H, S, 64];  rope(q, {.theta = 1e6, .offset = 128})
+//   rope(q [B, H, S, 64], positions [S] i32) -> [B, H, S, 64]   (row s at positions[s] + offset)
+// The second form reads the positions at run time (decoding with a KV cache, where the position
+// of the new token is an input, not a constant of the graph); positions are i32 or i64, one per
+// row along S, shared by the leading dims, any integer (negative too).
 // Apply it to q and k after the head split and transpose ([B, H, S, Dh]; minimind applies it on
 // [B, S, H, Dh], whose positions run along dim 1: transpose first). theta: the base (10000 by
 // default; minimind uses 1e6); offset: the position of the first row (decoding with a cache).
 // PyTorch: q * cos + rotate_half(q) * sin with the usual cos/sin tables.
 // Attrs: f[0] = theta, i[0] = position offset, i[1] = inverse flag (rotate by -angle).
-// Gradient: the rotation is orthogonal, so dx is rope with the inverse rotation applied to g.
+// Gradient: the rotation is orthogonal, so dx is rope with the inverse rotation applied to g
+// (at the same positions); the positions get none.
 #pragma once
 
 #include <stag/ops/op.hpp>
@@ -17,7 +22,7 @@ namespace stag {
 
 template <>
 struct OpDef<OpId::rope> {
-  static constexpr OpInfo info{"rope", "rope", 1};
+  static constexpr OpInfo info{"rope", "rope", -1, 0b10};
   static constexpr void vjp(VjpCtx&);
   static void reference(const KernelArgs&);
 };
@@ -36,6 +41,15 @@ constexpr ShapeResult rope(const ShapeV& x, DType t) {
   if (dh.is_static() && dh.coef % 2 != 0) return shape_fail(ShapeErr::odd_dim);
   return shape_ok(x, t);
 }
+// With a positions input p [S]: integer, one position per row of x's second-to-last dim.
+constexpr ShapeResult rope_at(const ShapeV& x, DType t, const ShapeV& p, DType tp) {
+  const ShapeResult r = rope(x, t);
+  if (!r.ok()) return r;
+  if (!is_integer(tp)) return shape_fail(ShapeErr::index_dtype);
+  if (p.rank != 1 || !(p.dims[0] == x.dims[x.rank - 2]))
+    return shape_fail(ShapeErr::shape_mismatch);
+  return r;
+}
 }  // namespace rules
 
 constexpr Ref rope(Ref x, double theta, std::int64_t offset, bool inverse = false) {
@@ -46,6 +60,16 @@ constexpr Ref rope(Ref x, double theta, std::int64_t offset, bool inverse = fals
   a.i[0] = offset;
   a.i[1] = inverse ? 1 : 0;
   return emit(OpId::rope, "rope", {x}, rules::rope(x.shape(), x.dtype()), &a);
+}
+
+constexpr Ref rope(Ref x, Ref positions, double theta, std::int64_t offset, bool inverse = false) {
+  if (!(theta > 0.0)) throw GraphError("stag::rope: theta (the frequency base) must be > 0");
+  Attrs a;
+  a.f[0] = theta;
+  a.i[0] = offset;
+  a.i[1] = inverse ? 1 : 0;
+  return emit(OpId::rope, "rope", {x, positions},
+              rules::rope_at(x.shape(), x.dtype(), positions.shape(), positions.dtype()), &a);
 }
 
 template <class S, DType T>
@@ -59,6 +83,25 @@ constexpr auto rope(Tensor<S, T> x, RopeOpts opts = {}) {
                 "(i, i + Dh/2)");
   if constexpr (r.ok())
     return Tensor<S, T>{x.b, rope(x.ref(), opts.theta, opts.offset).id};
+  else
+    return x;
+}
+
+// Rotary positions read at run time: row s of x is at position positions[s] + opts.offset.
+template <class S, DType T, class SP, DType TP>
+constexpr auto rope(Tensor<S, T> x, Tensor<SP, TP> positions, RopeOpts opts = {}) {
+  constexpr ShapeResult r = rules::rope_at(S::value, T, SP::value, TP);
+  static_assert(r.err != ShapeErr::dtype, "stag::rope: input must be floating point (f32 or f64)");
+  static_assert(r.err != ShapeErr::rank,
+                "stag::rope: input must be [..., S, Dh] (at least 2 dims: sequence, head dim)");
+  static_assert(r.err != ShapeErr::odd_dim,
+                "stag::rope: the last dim (head dim Dh) must be even: rope rotates pairs "
+                "(i, i + Dh/2)");
+  static_assert(r.err != ShapeErr::index_dtype, "stag::rope: positions must be i32 or i64");
+  static_assert(r.err != ShapeErr::shape_mismatch,
+                "stag::rope: positions must be [S], one per row of the input's second-to-last dim");
+  if constexpr (r.ok())
+    return Tensor<S, T>{x.b, rope(x.ref(), positions.ref(), opts.theta, opts.offset).id};
   else
     return x;
 }

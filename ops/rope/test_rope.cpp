@@ -1,6 +1,7 @@
 // rope: against the complex-number form of the rotation (z_i = x_i + j x_{i+Dh/2} times
 // e^{j p theta^(-2i/Dh)}), theta and offset, inverse rotation, the relative-position property,
-// odd sequence lengths and symbolic dims, the odd-head-dim runtime error, and gradients.
+// odd sequence lengths and symbolic dims, the odd-head-dim runtime error, positions read from
+// an input, and gradients (with and without a positions input).
 #include <complex>
 
 #include "op_harness.hpp"
@@ -12,8 +13,10 @@ constexpr auto seq = sym<"seq">;
 constexpr auto dh = sym<"dh">;
 
 // The rotation of a contiguous [rows, S, Dh] array, as complex multiplication.
+// Row s is at position positions[s] + offset when positions are given, else at s + offset.
 std::vector<double> expected_rope(const Array& x, double theta, std::int64_t offset,
-                                  bool inverse = false) {
+                                  bool inverse = false,
+                                  const std::vector<std::int64_t>& positions = {}) {
   const std::int64_t d = x.dim(-1), s_len = x.dim(-2), half = d / 2;
   const std::int64_t rows = x.numel() / (s_len * d);
   std::vector<double> out(static_cast<std::size_t>(x.numel()));
@@ -22,7 +25,8 @@ std::vector<double> expected_rope(const Array& x, double theta, std::int64_t off
       for (std::int64_t i = 0; i < half; ++i) {
         const std::int64_t base = (r * s_len + s) * d;
         const std::complex<double> z(x.at(base + i), x.at(base + i + half));
-        const double angle = static_cast<double>(s + offset) / std::pow(theta, 2.0 * i / d);
+        const std::int64_t p = positions.empty() ? s : positions[static_cast<std::size_t>(s)];
+        const double angle = static_cast<double>(p + offset) / std::pow(theta, 2.0 * i / d);
         const std::complex<double> rz = z * std::polar(1.0, inverse ? -angle : angle);
         out[static_cast<std::size_t>(base + i)] = rz.real();
         out[static_cast<std::size_t>(base + i + half)] = rz.imag();
@@ -109,6 +113,60 @@ TEST_CASE("rope scores depend on relative positions only", "[op][rope]") {
   th::require_close(e["shifted"], e["scores"], 1e-5);
   // Equal offsets m - n give equal scores: scores[1, 0] == scores[4, 3].
   CHECK(std::abs(e["scores"].at(1 * 5 + 0) - e["scores"].at(4 * 5 + 3)) < 1e-5);
+}
+
+// Positions as an input: one per row, in any order, negative too.
+constexpr auto at_positions = model([](Builder& g) {
+  auto x = input<"x", Shape<heads, seq, 8>>(g);
+  auto p = input<"p", Shape<seq>, DType::i32>(g);
+  (void)rope(x, p, {.theta = 1e6, .offset = 3}).named("shifted");
+  (void)rope(x, {.offset = 2}).named("static_offset");
+  (void)rope(x, cast<DType::i64>(positions<seq>(g)) +
+                    Tensor<Shape<>, DType::i64>{&g, scalar(g, 2.0, DType::i64).id})
+      .named("input_offset");
+  return rope(x, p).named("y");
+});
+
+TEST_CASE("rope at positions given by an input", "[op][rope]") {
+  for (auto [h, s] : {std::pair{1, 5}, std::pair{3, 7}, std::pair{2, 1}}) {
+    const Array x = th::random_array(DType::f32, {h, s, 8}, 30 + static_cast<std::uint64_t>(s));
+    std::vector<std::int64_t> pos;
+    std::vector<std::int32_t> pos32;
+    for (int i = 0; i < s; ++i) {
+      pos.push_back((i * 37 + 11) % 50 - 5);  // unordered, one negative
+      pos32.push_back(static_cast<std::int32_t>(pos.back()));
+    }
+    const Evaluation e = evaluate_reference(
+        at_positions, {{"x", x}, {"p", Array::from_vector<std::int32_t>({s}, pos32)}}, {});
+    th::require_close(e["y"], expected_rope(x, 10000, 0, false, pos), 1e-6);
+    th::require_close(e["shifted"], expected_rope(x, 1e6, 3, false, pos), 1e-6);
+    // positions 0..S-1 from an i64 input plus 2 give exactly the static offset 2.
+    th::require_close(e["input_offset"], e["static_offset"], 0.0);
+  }
+}
+
+constexpr auto rope_at_loss = model([](Builder& g) {
+  auto x = input<"x", Shape<heads, seq, 6>>(g);
+  auto w = input<"w", Shape<heads, seq, 6>>(g);
+  auto p = input<"p", Shape<seq>, DType::i32>(g);
+  return sum<0, 1, 2>(rope(x, p, {.theta = 100.0, .offset = 1}) * w);
+});
+constexpr auto rope_at_train = grad<rope_at_loss, "x">();
+static_assert(rope_at_train.count(op::rope) == 2);
+
+TEST_CASE("rope gradients with a positions input", "[op][rope][gradcheck]") {
+  const std::pair<int, int> dims[] = {{1, 5}, {3, 7}};
+  th::check_op({.what = "rope at positions",
+                .forward = rope_at_loss,
+                .train = rope_at_train,
+                .inputs =
+                    [&](int k) {
+                      auto [h, s] = dims[k];
+                      return NamedArrays{{"x", th::random_array(DType::f32, {h, s, 6}, 50 + k)},
+                                         {"w", th::random_array(DType::f32, {h, s, 6}, 60 + k)},
+                                         {"p", th::random_array(DType::i32, {s}, 70 + k, -20, 40)}};
+                    },
+                .bindings = 2});
 }
 
 constexpr auto rope_loss = model([](Builder& g) {

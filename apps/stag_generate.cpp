@@ -1,0 +1,140 @@
+// stag-generate: samples text from a trained language model checkpoint (language_model<C> with
+// a compiled-in config, see models/lm_presets.hpp), with a key/value cache, and reports the
+// prefill and decode speed. To add an option, add a flag here and a field in GenerateOptions.
+#include <cstdio>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include <stag/models/generator.hpp>
+#include <stag/ops/random.hpp>
+#include <stag/runtime/params.hpp>
+
+namespace {
+
+void print_speed(const stag::GenerateResult& r) {
+  std::printf("prompt_tokens: %lld  prefill_tokens_per_s: %.1f  (%.2f ms)\n",
+              static_cast<long long>(r.prefill_tokens), r.prefill_tokens_per_s(),
+              1e3 * r.prefill_seconds);
+  std::printf("new_tokens: %zu  decode_ms_per_token: %.3f  setup_ms: %.1f\n", r.new_ids.size(),
+              r.decode_tokens ? 1e3 * r.decode_seconds / static_cast<double>(r.decode_tokens) : 0.0,
+              1e3 * r.setup_seconds);
+  std::printf("tokens_per_s: %.1f\n", r.decode_tokens_per_s());
+}
+
+// Speed with random weights and a random prompt (the figures in docs/generation.md).
+int bench_random(const std::string& name, int prompt_tokens, stag::GenerateOptions o, int threads,
+                 const std::string& schedule) {
+  try {
+    const stag::LmPreset* p = stag::find_lm_preset(name);
+    if (p == nullptr)
+      throw stag::Error("stag: no compiled-in model '" + name + "' (see --list-models)");
+    stag::NamedArrays weights;
+    for (auto& [k, a] : stag::make_params(p->decode, {{"batch", 1}, {"max_len", 1}}, 1))
+      if (k.find("_cache") == std::string::npos) weights.emplace(k, a);
+    stag::GeneratorOptions go;
+    go.threads = threads;
+    go.schedule = schedule == "parallel" ? stag::Schedule::parallel : stag::Schedule::sequential;
+    stag::Generator gen(*p, weights, std::nullopt, go);
+    std::vector<std::int32_t> prompt;
+    for (int i = 0; i < prompt_tokens; ++i)
+      prompt.push_back(
+          static_cast<std::int32_t>(stag::random::bits(7, 0, 0, static_cast<std::uint64_t>(i)) %
+                                    static_cast<std::uint64_t>(p->config->vocab)));
+    o.stop_at_eos = false;
+    o.add_bos = false;
+    const stag::GenerateResult r = gen.generate_ids(prompt, o);
+    std::printf("model: %s (random weights), cache %lld positions\n", std::string(p->name).c_str(),
+                static_cast<long long>(gen.max_len()));
+    print_speed(r);
+  } catch (const stag::Error& e) {
+    std::fprintf(stderr, "stag-generate: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"stag-generate: sample text from a trained stag language model"};
+  std::string checkpoint, prompt, tokenizer, schedule = "sequential";
+  stag::GenerateOptions o;
+  o.max_new_tokens = 200;
+  o.sample.temperature = 0.8;
+  int threads = 0;
+  std::int64_t max_len = 0;
+  bool bos = false, no_bos = false, ignore_eos = false, list = false;
+  std::string random_model;
+  int prompt_tokens = 64;
+  app.add_option("--checkpoint", checkpoint,
+                 "checkpoint (.safetensors) saved from a language model");
+  app.add_option("--prompt", prompt, "text to continue (empty: start from <bos>)");
+  app.add_option("--max-new-tokens", o.max_new_tokens, "tokens to generate")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--temperature", o.sample.temperature, "softmax temperature; 0 = greedy")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--top-k", o.sample.top_k, "sample among the k most likely tokens (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--seed", o.sample.seed, "seed of the sampler (same seed, same text)");
+  app.add_option("--threads", threads, "threads (0: every core)")->check(CLI::NonNegativeNumber);
+  app.add_option("--tokenizer", tokenizer, "tokeniser JSON, when the checkpoint does not name one");
+  app.add_option("--max-len", max_len, "positions in the key/value cache (0: prompt + new tokens)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--prefill-chunk", o.prefill_chunk,
+                 "prompt tokens per step (0: whole prompt at once; 1: one by one)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--schedule", schedule, "sequential or parallel (TBB) execution of each step")
+      ->check(CLI::IsMember({"sequential", "parallel"}));
+  app.add_flag("--bos", bos, "start the prompt with <bos>");
+  app.add_flag("--no-bos", no_bos, "do not start the prompt with <bos>");
+  app.add_flag("--ignore-eos", ignore_eos, "keep generating after <eos>");
+  app.add_flag("--list-models", list, "print the compiled-in model configs and exit");
+  app.add_option("--random-weights", random_model,
+                 "benchmark: a compiled-in model (see --list-models) with random weights instead "
+                 "of a checkpoint");
+  app.add_option("--prompt-tokens", prompt_tokens,
+                 "benchmark: random prompt length with --random-weights")
+      ->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+
+  if (list) {
+    for (const stag::LmPreset& p : stag::lm_presets())
+      std::printf("%-12s %s\n             %s\n", std::string(p.name).c_str(),
+                  std::string(p.what).c_str(), stag::lm_config_text(*p.config).c_str());
+    return 0;
+  }
+  if (!random_model.empty()) return bench_random(random_model, prompt_tokens, o, threads, schedule);
+  if (checkpoint.empty()) {
+    std::fprintf(stderr, "stag-generate: --checkpoint is required (see --help)\n");
+    return 2;
+  }
+  if (bos && no_bos) {
+    std::fprintf(stderr, "stag-generate: --bos and --no-bos contradict each other\n");
+    return 2;
+  }
+  if (bos) o.add_bos = true;
+  if (no_bos) o.add_bos = false;
+  o.stop_at_eos = !ignore_eos;
+  try {
+    stag::GeneratorOptions go;
+    go.threads = threads;
+    go.max_len = max_len;
+    go.tokenizer_path = tokenizer;
+    go.schedule = schedule == "parallel" ? stag::Schedule::parallel : stag::Schedule::sequential;
+    stag::Generator gen(checkpoint, go);
+    const stag::GenerateResult r = gen.generate(prompt, o);
+    std::printf("%s%s\n", prompt.c_str(), r.text.c_str());
+    std::printf("---\nmodel: %s (%s tokeniser), cache %lld positions\n",
+                std::string(gen.preset().name).c_str(),
+                std::string(gen.tokenizer()->kind()).c_str(),
+                static_cast<long long>(gen.max_len()));
+    print_speed(r);
+  } catch (const stag::Error& e) {
+    std::string what = e.what();
+    if (what.rfind("stag: ", 0) == 0) what = what.substr(6);  // one program name is enough
+    std::fprintf(stderr, "stag-generate: %s\n", what.c_str());
+    return 1;
+  }
+  return 0;
+}

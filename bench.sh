@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# The benchmark of issue 4 §6: builds (Release) and times stag's cls, tf and gpt models and a
+# plain oneDNN 2048^3 matmul, then the same models hand-written in PyTorch (tools/torch_bench.py)
+# at the same shapes and thread count, config by config in one run, and prints one line per
+# figure (`bench.<config>.<metric>: <value> <unit>`, `torch.` for PyTorch) and the ratios.
+#   ./bench.sh [--threads N] [--steps N] [--rounds N] [--schedules] [--no-torch]
+# --rounds N repeats the stag/PyTorch pairs N times (alternating which goes first) and takes the
+# median of the rounds for the ratios: the machine is shared and noisy. --schedules adds the
+# sequential vs parallel (TBB) schedule, 1 vs N threads, and both under load (a competing
+# `yes > /dev/null`). --no-torch times stag only. Results and their reading: docs/benchmarks.md.
+set -euo pipefail
+STAG_ROOT=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tools/deps.sh
+source "$STAG_ROOT/tools/deps.sh"
+
+threads=2
+steps=15
+rounds=1
+schedules=0
+torch=1
+while [ $# -gt 0 ]; do
+  case $1 in
+    --threads) threads=$2; shift 2 ;;
+    --steps) steps=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --schedules) schedules=1; shift ;;
+    --no-torch) torch=0; shift ;;
+    -h|--help) sed -n '2,10p' "$0" | cut -c3-; exit 0 ;;
+    *) echo "bench.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+# PyTorch from Debian, and OpenBLAS so that its matmuls are not the reference BLAS's.
+if [ "$torch" = 1 ]; then stag_install_debs python3-torch libopenblas0-openmp; else stag_install_debs; fi
+BUILD=${STAG_BUILD_DIR:-$STAG_ROOT/build}
+stag_configure_build "$BUILD" stag-bench >&2
+
+export OMP_WAIT_POLICY=passive
+BENCH=$BUILD/bench/stag-bench
+TORCH=(/usr/bin/python3 "$STAG_ROOT/tools/torch_bench.py")
+out=$(mktemp)
+competitor=""
+cleanup() {
+  if [ -n "$competitor" ]; then kill "$competitor" 2>/dev/null || true; fi
+  rm -f "$out"
+}
+trap cleanup EXIT
+
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+say() { echo "$1" | tee -a "$out"; }
+
+say "bench.command: $0 --threads $threads --steps $steps --rounds $rounds$([ $schedules = 1 ] && echo ' --schedules')"
+say "bench.date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+say "bench.machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+say "bench.loadavg_start: $(loadavg)"
+say "bench.threads: $threads"
+run_stag() { "$BENCH" --config "$1" --threads "$threads" --steps "$steps" | tee -a "$out"; }
+run_torch() {
+  if [ "$torch" = 1 ]; then "${TORCH[@]}" --config "$1" --threads "$threads" --steps "$steps" | tee -a "$out"; fi
+}
+for ((r = 1; r <= rounds; ++r)); do
+  [ "$rounds" = 1 ] || say "bench.round: $r"
+  for c in peak cls tf gpt; do
+    if ((r % 2)); then run_stag "$c"; run_torch "$c"; else run_torch "$c"; run_stag "$c"; fi
+  done
+done
+
+if [ "$schedules" = 1 ]; then
+  short=(--steps 10 --warmup 2)
+  for c in cls tf gpt; do
+    "$BENCH" --config "$c" --threads 1 "${short[@]}" --label seq_t1 | tee -a "$out"
+    "$BENCH" --config "$c" --threads "$threads" "${short[@]}" --label "seq_t$threads" | tee -a "$out"
+    "$BENCH" --config "$c" --threads "$threads" --omp 1 --schedule parallel "${short[@]}" \
+      --label "par_t${threads}_omp1" | tee -a "$out"
+    "$BENCH" --config "$c" --threads "$threads" --schedule parallel "${short[@]}" \
+      --label "par_t${threads}_omp$threads" | tee -a "$out"
+  done
+  # The same with one core taken by a competing process (as when others compile).
+  yes >/dev/null &
+  competitor=$!
+  say "bench.loadavg_loaded: $(loadavg) (with a competing 'yes' process)"
+  for c in cls tf gpt; do
+    "$BENCH" --config "$c" --threads 1 "${short[@]}" --label loaded_seq_t1 | tee -a "$out"
+    "$BENCH" --config "$c" --threads "$threads" "${short[@]}" --label "loaded_seq_t$threads" | tee -a "$out"
+    "$BENCH" --config "$c" --threads "$threads" --omp 1 --schedule parallel "${short[@]}" \
+      --label "loaded_par_t${threads}_omp1" | tee -a "$out"
+    if [ "$torch" = 1 ]; then
+      "${TORCH[@]}" --config "$c" --threads "$threads" "${short[@]}" --label "loaded_t$threads" | tee -a "$out"
+    fi
+  done
+  kill "$competitor"
+  wait "$competitor" 2>/dev/null || true
+  competitor=""
+fi
+say "bench.loadavg_end: $(loadavg)"
+
+# Ratios: PyTorch time over stag time (above 1: stag is faster; *_cpu: process CPU time, which
+# competing load distorts less than wall time); stag RSS over PyTorch RSS.
+# With several rounds every figure is first reduced to its median over the rounds.
+awk -v threads="$threads" -v rounds="$rounds" -v torch="$torch" '
+  $2 ~ /^-?[0-9.]+$/ && $3 ~ /^(ms|MiB|GFLOP|GFLOP\/s|nats)$/ { sub(":", "", $1); n[$1]++; all[$1, n[$1]] = $2; unit[$1] = $3 }
+  function median(k,   m, i, j, t, a) {
+    m = n[k]
+    for (i = 1; i <= m; ++i) a[i] = all[k, i] + 0
+    for (i = 2; i <= m; ++i) for (j = i; j > 1 && a[j - 1] > a[j]; --j) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+    return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+  }
+  function ratio(a, b) { return (a in v && b in v && v[b] > 0) ? v[a] / v[b] : -1 }
+  function line(name, r, unit, target, better) {
+    if (r < 0) { printf "%s: n/a\n", name; return }
+    verdict = target == "" ? "" : sprintf(" (target %s: %s)", target, better ? "met" : "NOT met")
+    printf "%s: %.2f %s%s\n", name, r, unit, verdict
+  }
+  END {
+    for (k in n) v[k] = median(k)
+    if (rounds > 1) {
+      print "# medians over " rounds " rounds"
+      for (k in n) if (n[k] > 1) printf "%s: %.3f %s\n", k, v[k], unit[k] | "sort"
+      close("sort")
+    }
+    if (torch != 1) exit
+    line("bench.peak.speedup_matmul", ratio("bench.peak.matmul_gflops", "torch.peak.matmul_gflops"), "x", "", 0)
+    split("cls tf gpt", cs, " ")
+    for (i = 1; i <= 3; ++i) {
+      c = cs[i]; want = c == "cls" ? 1.5 : 1.2
+      r = ratio("torch." c ".train_step_ms", "bench." c ".train_step_ms")
+      line("bench." c ".speedup_train", r, "x", ">= " want "x", r >= want)
+      r = ratio("torch." c ".infer_ms", "bench." c ".infer_ms")
+      line("bench." c ".speedup_infer", r, "x", ">= 2x", r >= 2)
+      line("bench." c ".speedup_train_cpu", ratio("torch." c ".train_cpu_ms", "bench." c ".train_cpu_ms"), "x", "", 0)
+      line("bench." c ".speedup_infer_cpu", ratio("torch." c ".infer_cpu_ms", "bench." c ".infer_cpu_ms"), "x", "", 0)
+      r = ratio("bench." c ".rss_peak_mib", "torch." c ".rss_peak_mib")
+      line("bench." c ".rss_ratio", r, "x", "< 1", r >= 0 && r < 1)
+      r = ratio("bench." c ".infer_rss_peak_mib", "torch." c ".infer_rss_peak_mib")
+      line("bench." c ".infer_rss_ratio", r, "x", "", 0)
+      nl = split("seq_t1 par_t" threads "_omp1 par_t" threads "_omp" threads " loaded_seq_t1 loaded_seq_t" threads \
+                " loaded_par_t" threads "_omp1", labels, " ")
+      base = "bench." c ".schedule.seq_t" threads ".train_step_ms"
+      for (j = 1; j <= nl; ++j) {
+        k = "bench." c ".schedule." labels[j] ".train_step_ms"
+        if ((k in v) && (base in v)) line("bench." c ".schedule." labels[j] ".vs_seq_t" threads, ratio(k, base), "x", "", 0)
+      }
+      k = "torch." c ".schedule.loaded_t" threads ".train_step_ms"
+      b = "bench." c ".schedule.loaded_seq_t" threads ".train_step_ms"
+      if ((k in v) && (b in v)) line("bench." c ".schedule.loaded_speedup_train", ratio(k, b), "x", "", 0)
+    }
+  }' "$out"

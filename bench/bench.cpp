@@ -1,0 +1,336 @@
+// stag-bench: times the benchmark models (bench_models.hpp) and prints one line per figure,
+// `bench.<config>.<metric>: <value> <unit>`. Without --config it runs every config, each mode
+// (train, infer) in its own child process so that peak RSS is per config and mode. A new figure
+// is one more print() call in run_train / run_infer; bench.sh and docs/benchmarks.md list them.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bench_models.hpp"
+
+#include <stag/stag.hpp>
+
+namespace {
+using namespace stag;
+
+struct Options {
+  std::string config = "all";  // all, peak, cls, tf, gpt
+  std::string mode = "both";   // both, train, infer
+  int threads = 2;             // TBB arena and own kernels
+  int omp = 0;                 // OpenMP threads (oneDNN); 0: the same as threads
+  Schedule schedule = Schedule::sequential;
+  int steps = 15;     // timed steps (the median is reported)
+  int warmup = 3;     // untimed steps first (the first one also plans)
+  std::string label;  // with a label, metrics are named <config>.schedule.<label>.<metric>
+  int profile = 0;    // > 0: time every node and print the slowest `profile` ones
+};
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void print(const Options& o, const std::string& config, const std::string& metric, double value,
+           const char* unit) {
+  const std::string name = o.label.empty() ? metric : "schedule." + o.label + "." + metric;
+  std::printf("bench.%s.%s: %.*f %s\n", config.c_str(), name.c_str(), value < 10 ? 3 : 1, value,
+              unit);
+  std::fflush(stdout);
+}
+
+double rss_peak_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+// Matmul FLOPs of one step, read from the graph and the plan's bound symbols:
+// 2 * (elements of the output) * K for every matmul node that the plan executes.
+double matmul_flops(const GraphView& g, const Plan& p) {
+  double flops = 0;
+  for (int n : p.order) {
+    if (g.node(n).op != op::matmul) continue;
+    const std::vector<std::int64_t> out = concrete_dims(g.shape(n), p.bindings);
+    const std::vector<std::int64_t> a = concrete_dims(g.shape(g.node(n).in[0]), p.bindings);
+    const bool trans_a = g.attr(n).i[0] != 0;
+    const std::int64_t k = a[a.size() - (trans_a ? 2 : 1)];
+    double elems = 1;
+    for (std::int64_t d : out) elems *= static_cast<double>(d);
+    flops += 2.0 * elems * static_cast<double>(k);
+  }
+  return flops;
+}
+
+double params_mib(const Session& s) {
+  double bytes = 0;
+  for (const auto& [name, a] : s.params()) bytes += static_cast<double>(a.bytes());
+  return bytes / 1048576.0;
+}
+
+// With --profile: time per step grouped by op and kernel (where a runtime change pays off),
+// then the slowest single nodes.
+void print_profile(const Options& o, const GraphView& g, const Session& s) {
+  const Plan& p = s.plan();
+  if (p.profiled_steps == 0) return;
+  std::map<std::string, std::pair<int, double>> groups;  // "op  kernel" -> (nodes, seconds)
+  for (int n : p.order) {
+    auto& [count, sec] = groups[std::string(op_name(g.node(n).op)) + "  " +
+                                p.nodes[static_cast<std::size_t>(n)].kernel_name];
+    ++count;
+    sec += p.node_seconds[static_cast<std::size_t>(n)];
+  }
+  std::vector<std::pair<double, std::string>> rows;
+  for (const auto& [key, v] : groups)
+    rows.emplace_back(1e3 * v.second / p.profiled_steps,
+                      key + "  (" + std::to_string(v.first) + " nodes)");
+  std::sort(rows.rbegin(), rows.rend());
+  std::printf("per op and kernel, ms per step:\n");
+  for (std::size_t i = 0; i < rows.size() && i < static_cast<std::size_t>(o.profile); ++i)
+    std::printf("  %8.3f  %s\n", rows[i].first, rows[i].second.c_str());
+  std::printf("slowest nodes:\n%s", s.profile_report(o.profile).c_str());
+}
+
+SessionOptions session_options(const Options& o) {
+  return {.threads = o.threads, .schedule = o.schedule, .profile = o.profile > 0, .seed = 1};
+}
+
+double cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
+
+struct Timing {
+  double ms = 0;        // median wall time of the timed steps
+  double cpu_ms = 0;    // median CPU time of the process (all threads) per timed step
+  double first_ms = 0;  // the first step (it also lowers the graph and creates the kernels)
+};
+
+// Times `step`: o.warmup untimed steps, then o.steps timed ones.
+Timing time_steps(const Options& o, const std::function<void(int)>& step) {
+  std::vector<double> wall, cpu;
+  Timing t;
+  for (int i = 0; i < o.warmup + o.steps; ++i) {
+    const double w0 = now_ms(), c0 = cpu_ms();
+    step(i);
+    const double w = now_ms() - w0, c = cpu_ms() - c0;
+    if (i == 0) t.first_ms = w;
+    if (i >= o.warmup) {
+      wall.push_back(w);
+      cpu.push_back(c);
+    }
+  }
+  t.ms = median(wall);
+  t.cpu_ms = median(cpu);
+  return t;
+}
+
+void run_train(const Options& o, const std::string& config, const bench::BenchModel& m) {
+  Session s(m.train, session_options(o));
+  Array lr(DType::f32, {}), step(DType::f32, {});
+  lr.set(0, 1e-4);
+  s.set_inputs(m.inputs);
+  s.set_input("lr", lr);
+  const Timing t = time_steps(o, [&](int i) {
+    step.set(0, i + 1);
+    s.set_input("step", step);
+    s.run({.training = true, .step = static_cast<std::uint64_t>(i)});
+  });
+  const double ms = t.ms;
+  const double flops = matmul_flops(m.train, s.plan());
+  print(o, config, "train_step_ms", ms, "ms");
+  print(o, config, "train_cpu_ms", t.cpu_ms, "ms");
+  if (!o.label.empty()) return;
+  print(o, config, "train_first_step_ms", t.first_ms, "ms");
+  print(o, config, "matmul_gflop_per_step", flops / 1e9, "GFLOP");
+  print(o, config, "matmul_gflops", flops / 1e9 / (ms / 1e3), "GFLOP/s");
+  print(o, config, "plan_peak_mib", static_cast<double>(s.plan().arena_bytes()) / 1048576.0, "MiB");
+  print(o, config, "params_mib", params_mib(s), "MiB");
+  print(o, config, "rss_peak_mib", rss_peak_mib(), "MiB");
+  print(o, config, "loss", s.result(), "nats");
+  if (o.profile > 0) print_profile(o, m.train, s);
+}
+
+void run_infer(const Options& o, const std::string& config, const bench::BenchModel& m) {
+  Session s(m.forward, session_options(o));
+  s.set_inputs(m.inputs);
+  const Timing t = time_steps(o, [&](int) { s.run({.training = false}); });
+  const double ms = t.ms;
+  print(o, config, "infer_ms", ms, "ms");
+  print(o, config, "infer_cpu_ms", t.cpu_ms, "ms");
+  if (!o.label.empty()) return;
+  print(o, config, "infer_matmul_gflops", matmul_flops(m.forward, s.plan()) / 1e9 / (ms / 1e3),
+        "GFLOP/s");
+  print(o, config, "infer_plan_peak_mib", static_cast<double>(s.plan().arena_bytes()) / 1048576.0,
+        "MiB");
+  print(o, config, "infer_rss_peak_mib", rss_peak_mib(), "MiB");
+  if (o.profile > 0) print_profile(o, m.forward, s);
+}
+
+// The oneDNN matmul of 2048 x 2048 by 2048 x 2048 outside stag: what the machine can do.
+void run_peak(const Options& o) {
+  constexpr std::int64_t n = 2048;
+  const std::function<void()> matmul = bench::onednn_matmul(n);
+  Options po = o;
+  po.steps = 10;
+  po.warmup = 2;
+  const Timing t = time_steps(po, [&](int) { matmul(); });
+  print(o, "peak", "matmul_gflops", 2.0 * n * n * n / 1e9 / (t.ms / 1e3), "GFLOP/s");
+}
+
+// Runs this program again with `args` and waits for it (its output goes to ours).
+int run_child(const std::vector<std::string>& args) {
+  std::fflush(stdout);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv("/proc/self/exe", argv.data());
+    std::perror("stag-bench: execv");
+    std::_Exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+const std::vector<std::pair<std::string, bench::BenchModel (*)()>> kModels = {
+    {"cls", bench::cls_model}, {"tf", bench::tf_model}, {"gpt", bench::gpt_model}};
+
+constexpr const char* kUsage = R"(usage: stag-bench [options]
+  --config all|peak|cls|tf|gpt   what to time (all: each config and mode in its own process)
+  --mode both|train|infer        the training step, the forward pass, or both
+  --threads N                    threads (TBB arena and own kernels; default 2)
+  --omp N                        OpenMP threads for oneDNN (default: --threads)
+  --schedule sequential|parallel node order, or a TBB flow graph
+  --steps N, --warmup N          timed steps (median reported) and untimed ones before
+  --label L                      name figures <config>.schedule.<L>.<metric>
+  --profile N                    time every node and print the N slowest
+)";
+
+Options parse(int argc, char** argv, std::vector<std::string>& passthrough) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw Error("stag-bench: " + a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      std::printf("%s", kUsage);
+      std::exit(0);
+    }
+    if (a == "--config")
+      o.config = value();
+    else if (a == "--mode")
+      o.mode = value();
+    else if (a == "--threads")
+      o.threads = std::atoi(value().c_str());
+    else if (a == "--omp")
+      o.omp = std::atoi(value().c_str());
+    else if (a == "--schedule") {
+      const std::string v = value();
+      if (v != "parallel" && v != "sequential")
+        throw Error("stag-bench: --schedule must be sequential or parallel, not '" + v + "'");
+      o.schedule = v == "parallel" ? Schedule::parallel : Schedule::sequential;
+    } else if (a == "--steps")
+      o.steps = std::atoi(value().c_str());
+    else if (a == "--warmup")
+      o.warmup = std::atoi(value().c_str());
+    else if (a == "--label")
+      o.label = value();
+    else if (a == "--profile")
+      o.profile = std::atoi(value().c_str());
+    else
+      throw Error("stag-bench: unknown argument '" + a + "' (try --help)");
+    if (a != "--config" && a != "--mode") {
+      passthrough.push_back(a);
+      passthrough.push_back(argv[i]);
+    }
+  }
+  const std::vector<std::string> configs = {"all", "peak", "cls", "tf", "gpt"},
+                                 modes = {"both", "train", "infer"};
+  if (std::find(configs.begin(), configs.end(), o.config) == configs.end())
+    throw Error("stag-bench: unknown --config '" + o.config + "' (all, peak, cls, tf, gpt)");
+  if (std::find(modes.begin(), modes.end(), o.mode) == modes.end())
+    throw Error("stag-bench: unknown --mode '" + o.mode + "' (both, train, infer)");
+  if (o.threads < 1 || o.steps < 1 || o.warmup < 1 || o.omp < 0)
+    throw Error("stag-bench: --threads and --steps must be >= 1, --warmup >= 1, --omp >= 0");
+  if (o.omp == 0) o.omp = o.threads;
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  std::vector<std::string> pass;
+  const Options o = parse(argc, argv, pass);
+  // libgomp reads OMP_NUM_THREADS when it loads, and TBB's worker threads take their OpenMP
+  // team size from it too: set it (and passive waiting, unless given) and start again.
+  const std::string omp = std::to_string(o.omp);
+  const char* env_omp = std::getenv("OMP_NUM_THREADS");
+  if (env_omp == nullptr || omp != env_omp || std::getenv("OMP_WAIT_POLICY") == nullptr) {
+    setenv("OMP_NUM_THREADS", omp.c_str(), 1);
+    setenv("OMP_WAIT_POLICY", "passive", 0);
+    execv("/proc/self/exe", argv);
+    std::perror("stag-bench: execv");
+    return 1;
+  }
+  if (o.config == "all" || o.mode == "both") {
+    std::vector<std::string> configs;
+    if (o.config == "all") {
+      std::printf("bench.threads: %d\n", o.threads);
+      configs = {"peak", "cls", "tf", "gpt"};
+    } else {
+      configs = {o.config};
+    }
+    int rc = 0;
+    for (const std::string& c : configs)
+      for (const char* mode : {"train", "infer"}) {
+        if (c == "peak" && std::string(mode) == "infer") continue;
+        if (o.mode != "both" && o.mode != mode) continue;
+        std::vector<std::string> args = {argv[0], "--config", c, "--mode", mode};
+        args.insert(args.end(), pass.begin(), pass.end());
+        rc |= run_child(args);
+      }
+    return rc;
+  }
+  if (o.config == "peak") {
+    run_peak(o);
+    return 0;
+  }
+  for (const auto& [name, make] : kModels) {
+    if (name != o.config) continue;
+    const bench::BenchModel m = make();
+    if (o.mode == "train")
+      run_train(o, name, m);
+    else if (o.mode == "infer")
+      run_infer(o, name, m);
+    else
+      throw Error("stag-bench: --mode must be both, train or infer");
+    return 0;
+  }
+  throw Error("stag-bench: unknown --config '" + o.config + "' (all, peak, cls, tf, gpt)");
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "%s\n", e.what());
+  return 1;
+}

@@ -1,0 +1,34 @@
+// The three models of the benchmark (issue 4 §6) and their inputs: cls (the articles' text
+// classifier), tf (the 6+6 encoder-decoder) and gpt (a decoder-only LM). Each lives in its own
+// source file so the three compile-time graphs build in parallel; to add a model, add a file
+// that defines one more `BenchModel <name>_model()` and list it in bench.cpp's table.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include <stag/runtime/session.hpp>
+
+namespace stag::bench {
+
+struct BenchModel {
+  GraphView forward;   // model(...): the loss and the logits, run with training = false
+  GraphView train;     // train_step<model, AdamW{}>(): forward, backward and the AdamW update
+  NamedArrays inputs;  // what both graphs read (the training step adds "lr" and "step")
+};
+
+BenchModel cls_model();
+BenchModel tf_model();
+BenchModel gpt_model();
+
+// Deterministic inputs: token ids uniform in [0, vocab) from a fixed-seed generator.
+Array random_ids(std::vector<std::int64_t> dims, std::int64_t vocab, std::uint64_t seed);
+// A [batch, len] keep mask: true everywhere, except that in every other row (rows 1, 3, ...)
+// the last `padded` positions are false.
+Array keep_mask(std::int64_t batch, std::int64_t len, std::int64_t padded);
+
+// A plain oneDNN f32 matmul of [n, n] by [n, n], outside stag: returns a function that runs it
+// once and waits for it.
+std::function<void()> onednn_matmul(std::int64_t n);
+
+}  // namespace stag::bench

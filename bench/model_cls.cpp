@@ -1,0 +1,34 @@
+// cls: the articles' classifier. Vocabulary 8000, d_model 128, 4 heads, d_ff 512, one Post-LN
+// encoder block, learned positions (max 128), masked mean pooling, 2 classes, dropout 0.1.
+// Batch 32, sequence 128; in every other row the last 25% of the positions are padding.
+#include "bench_models.hpp"
+
+#include <stag/stag.hpp>
+
+namespace stag::bench {
+namespace {
+constexpr ClassifierConfig kCls{.vocab = 8000,
+                                .max_len = 128,
+                                .d_model = 128,
+                                .heads = 4,
+                                .d_ff = 512,
+                                .layers = 1,
+                                .classes = 2,
+                                .dropout = 0.1,
+                                .pre_norm = false};
+constexpr auto cls_forward = model([](Builder& g) { return classifier<kCls>(g); });
+constexpr auto cls_train = train_step<cls_forward, AdamW{}>();
+}  // namespace
+
+BenchModel cls_model() {
+  constexpr std::int64_t batch = 32, seq = 128;
+  Array label(DType::i32, {batch});
+  for (std::int64_t i = 0; i < batch; ++i) label.set(i, static_cast<double>(i % 2));
+  return {cls_forward,
+          cls_train,
+          {{"ids", random_ids({batch, seq}, kCls.vocab, 1)},
+           {"keep", keep_mask(batch, seq, seq / 4)},
+           {"label", label}}};
+}
+
+}  // namespace stag::bench

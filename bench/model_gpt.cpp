@@ -1,0 +1,32 @@
+// gpt: a decoder-only language model, stag's minimind-style LM with plain multi-head attention
+// (kv_heads = heads): vocabulary 4096, d_model 256, 8 heads, 4 layers, SwiGLU d_ff 1024,
+// pre-norm RMSNorm, rotary positions (theta 1e6), causal, output tied to the embedding, no
+// dropout. Batch 16, sequence 128. tools/torch_bench.py builds the same architecture.
+#include "bench_models.hpp"
+
+#include <stag/stag.hpp>
+
+namespace stag::bench {
+namespace {
+constexpr LmConfig kGpt{.vocab = 4096,
+                        .d_model = 256,
+                        .heads = 8,
+                        .kv_heads = 8,
+                        .d_ff = 1024,
+                        .layers = 4,
+                        .dropout = 0.0,
+                        .rope_theta = 1e6,
+                        .tie_embeddings = true};
+constexpr auto gpt_forward = model([](Builder& g) { return language_model<kGpt>(g); });
+constexpr auto gpt_train = train_step<gpt_forward, AdamW{}>();
+}  // namespace
+
+BenchModel gpt_model() {
+  constexpr std::int64_t batch = 16, seq = 128;
+  return {gpt_forward,
+          gpt_train,
+          {{"ids", random_ids({batch, seq}, kGpt.vocab, 5)},
+           {"targets", random_ids({batch, seq}, kGpt.vocab, 6)}}};
+}
+
+}  // namespace stag::bench

@@ -1,0 +1,116 @@
+// The compiled-in language-model configs and the config's JSON form. Each table line
+// instantiates one decode-step graph (a few hundred nodes, about a second of compile time).
+#include <boost/hana/accessors.hpp>
+#include <boost/hana/first.hpp>
+#include <boost/hana/for_each.hpp>
+#include <boost/hana/second.hpp>
+#include <boost/hana/string.hpp>
+#include <nlohmann/json.hpp>
+
+#include <stag/models/generate.hpp>
+#include <stag/models/lm_presets.hpp>
+#include <stag/ops/kernel.hpp>
+
+namespace stag {
+namespace {
+
+const LmPreset kPresets[] = {
+    {"char-tiny", &kLmCharTiny, lm_decode_graph<kLmCharTiny>,
+     "character LM, 4 x 128, GQA 4/2 heads"},
+    {"char-small", &kLmCharSmall, lm_decode_graph<kLmCharSmall>,
+     "character LM, 6 x 256, GQA 8/2 heads"},
+    {"bpe-base", &kLmBpeBase, lm_decode_graph<kLmBpeBase>,
+     "byte-BPE LM (4096 ids), 4 x 256, GQA 8/2 heads"},
+};
+
+bool same_model(const LmConfig& a, const LmConfig& b) {
+  return a.vocab == b.vocab && a.d_model == b.d_model && a.heads == b.heads &&
+         a.kv_heads == b.kv_heads && a.d_ff == b.d_ff && a.layers == b.layers &&
+         a.rope_theta == b.rope_theta && a.tie_embeddings == b.tie_embeddings;
+}
+
+}  // namespace
+
+std::span<const LmPreset> lm_presets() {
+  return kPresets;
+}
+
+const LmPreset* find_lm_preset(const LmConfig& c) {
+  for (const LmPreset& p : kPresets)
+    if (same_model(*p.config, c)) return &p;
+  return nullptr;
+}
+
+const LmPreset* find_lm_preset(std::string_view name) {
+  for (const LmPreset& p : kPresets)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+const LmPreset& require_lm_preset(const LmConfig& c) {
+  if (const LmPreset* p = find_lm_preset(c)) return *p;
+  std::string known;
+  for (const LmPreset& p : kPresets)
+    known += "\n  " + std::string(p.name) + ": " + lm_config_text(*p.config);
+  throw Error(
+      "stag: no compiled-in language model has the config " + lm_config_text(c) +
+      " (graphs are built at compile time; add it to models/lm_presets.cpp). Known configs:" +
+      known);
+}
+
+std::string lm_config_to_json(const LmConfig& c) {
+  nlohmann::json j = nlohmann::json::object();
+  boost::hana::for_each(boost::hana::accessors<LmConfig>(), [&](auto field) {
+    j[boost::hana::to<const char*>(boost::hana::first(field))] = boost::hana::second(field)(c);
+  });
+  return j.dump();
+}
+
+LmConfig lm_config_from_json(std::string_view text) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("stag: model config: invalid JSON: ") + e.what());
+  }
+  if (j.is_object() && j.contains("model") && j["model"].is_object()) j = j["model"];
+  if (!j.is_object()) throw Error("stag: model config: expected a JSON object, got " + j.dump());
+  LmConfig c;
+  boost::hana::for_each(boost::hana::accessors<LmConfig>(), [&](auto field) {
+    const char* key = boost::hana::to<const char*>(boost::hana::first(field));
+    auto& member = boost::hana::second(field)(c);
+    using M = std::remove_reference_t<decltype(member)>;
+    const bool required = std::string_view(key) != "dropout" &&
+                          std::string_view(key) != "rope_theta" &&
+                          std::string_view(key) != "tie_embeddings";
+    if (!j.contains(key)) {
+      if (required)
+        throw Error("stag: model config: missing \"" + std::string(key) + "\" in " + j.dump());
+      return;
+    }
+    const nlohmann::json& v = j[key];
+    const bool ok = std::is_same_v<M, bool> ? v.is_boolean()
+                    : std::is_integral_v<M> ? v.is_number_integer()
+                                            : v.is_number();
+    if (!ok)
+      throw Error("stag: model config: \"" + std::string(key) + "\" is " + v.dump() +
+                  ", expected " +
+                  (std::is_same_v<M, bool> ? "true or false"
+                   : std::is_integral_v<M> ? "an integer"
+                                           : "a number"));
+    member = v.get<M>();
+  });
+  return c;
+}
+
+std::string lm_config_text(const LmConfig& c) {
+  std::string s;
+  boost::hana::for_each(boost::hana::accessors<LmConfig>(), [&](auto field) {
+    nlohmann::json v = boost::hana::second(field)(c);
+    s += (s.empty() ? "" : " ") +
+         std::string(boost::hana::to<const char*>(boost::hana::first(field))) + "=" + v.dump();
+  });
+  return s;
+}
+
+}  // namespace stag

@@ -1,0 +1,80 @@
+// The language-model configs this build can run, with their decode-step graphs, and the model
+// config as JSON (what checkpoints keep in their "stag.config" metadata). Graphs are built at
+// compile time, so a checkpoint's config must be one of these: to run another, add a line to
+// the table in lm_presets.cpp.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <stag/graph/graph_view.hpp>
+#include <stag/models/lm.hpp>
+
+namespace stag {
+
+// Character-level models (vocabularies of at most 128 code points: fortunes and the like).
+inline constexpr LmConfig kLmCharTiny{.vocab = 128,
+                                      .d_model = 128,
+                                      .heads = 4,
+                                      .kv_heads = 2,
+                                      .d_ff = 384,
+                                      .layers = 4,
+                                      .dropout = 0.0,
+                                      .rope_theta = 10000.0};
+inline constexpr LmConfig kLmCharSmall{.vocab = 128,
+                                       .d_model = 256,
+                                       .heads = 8,
+                                       .kv_heads = 2,
+                                       .d_ff = 768,
+                                       .layers = 6,
+                                       .dropout = 0.0,
+                                       .rope_theta = 10000.0};
+// Byte-level BPE with 4096 ids: LmConfig's defaults (minimind-like, 4 layers of 256).
+inline constexpr LmConfig kLmBpeBase{};
+// The language models of `stag-train lm` (its presets "small", char-level with at most 256 ids,
+// and "small-bpe"): the same values, so that its checkpoints run here.
+inline constexpr LmConfig kLmTrainSmall{.vocab = 256,
+                                        .d_model = 192,
+                                        .heads = 6,
+                                        .kv_heads = 2,
+                                        .d_ff = 512,
+                                        .layers = 4,
+                                        .dropout = 0.0,
+                                        .rope_theta = 1e4};
+inline constexpr LmConfig kLmTrainSmallBpe{.vocab = 2048,
+                                           .d_model = 192,
+                                           .heads = 6,
+                                           .kv_heads = 2,
+                                           .d_ff = 512,
+                                           .layers = 4,
+                                           .dropout = 0.0,
+                                           .rope_theta = 1e4};
+
+struct LmPreset {
+  std::string_view name;
+  const LmConfig* config = nullptr;
+  GraphView decode;  // lm_decode_graph<config>: the decode step with a key/value cache
+  std::string_view what;
+};
+
+// Every compiled-in config.
+std::span<const LmPreset> lm_presets();
+// The preset with exactly this config (every field but dropout, which inference ignores), or
+// with this name; nullptr when there is none.
+const LmPreset* find_lm_preset(const LmConfig& c);
+const LmPreset* find_lm_preset(std::string_view name);
+// A stag::Error naming the config and listing the presets when there is none.
+const LmPreset& require_lm_preset(const LmConfig& c);
+
+// The config's fields as a JSON object, by reflection (BOOST_HANA_ADAPT_STRUCT in lm.hpp):
+// {"vocab":4096,"d_model":256,...}.
+std::string lm_config_to_json(const LmConfig& c);
+// The config from such an object, or from its "model" member. vocab, d_model, heads, kv_heads,
+// d_ff and layers are required; the others default to LmConfig's values; other keys (the
+// trainer's settings, "tokenizer") are ignored. A missing or mistyped field is a stag::Error.
+LmConfig lm_config_from_json(std::string_view json);
+// "vocab=4096 d_model=256 heads=8 kv_heads=2 d_ff=1024 layers=4 rope_theta=1e+06 ..."
+std::string lm_config_text(const LmConfig& c);
+
+}  // namespace stag

@@ -1,0 +1,336 @@
+// Generation with a key/value cache: the decode-step graph has language_model's parameters; its
+// logits equal the full forward's at every position (one token at a time, in chunks, batched,
+// GQA, MQA and MHA, CPU schedules and the reference evaluator); positions past the cache are
+// refused; checkpoints load; sampling is deterministic per seed and obeys top-k and temperature.
+#include <filesystem>
+
+#include <stag/models/generate.hpp>
+#include <stag/models/generator.hpp>
+
+#include "harness.hpp"
+
+namespace {
+using namespace stag;
+
+constexpr LmConfig kGqa{.vocab = 37,
+                        .d_model = 32,
+                        .heads = 4,
+                        .kv_heads = 2,
+                        .d_ff = 48,
+                        .layers = 2,
+                        .rope_theta = 100.0};
+constexpr LmConfig kMha{.vocab = 29,
+                        .d_model = 24,
+                        .heads = 3,
+                        .kv_heads = 3,
+                        .d_ff = 40,
+                        .layers = 2,
+                        .tie_embeddings = false};
+constexpr LmConfig kMqa{
+    .vocab = 31, .d_model = 32, .heads = 4, .kv_heads = 1, .d_ff = 32, .layers = 1};
+
+template <const LmConfig& C>
+struct FullLm {
+  constexpr auto operator()(Builder& g) const { return language_model<C>(g); }
+};
+template <const LmConfig& C>
+constexpr auto full_graph = model(FullLm<C>{});
+
+// Every parameter of language_model<C> is a parameter of the decode step with the same name
+// and shape, and the decode step has no other parameter.
+template <const LmConfig& C>
+constexpr bool same_parameters() {
+  const GraphView full = full_graph<C>, dec = lm_decode_graph<C>;
+  int n_full = 0;
+  for (int n = 0; n < full.size(); ++n) {
+    if (!(full.node(n).flags & kFlagParam)) continue;
+    ++n_full;
+    char buf[256] = {};
+    const int len = full.write_name(full.node(n).scope, full.node(n).leaf, buf);
+    const int m = dec.find(std::string_view(buf, static_cast<std::size_t>(len)));
+    if (m < 0 || !(dec.node(m).flags & kFlagParam) || !(dec.shape(m) == full.shape(n)))
+      return false;
+  }
+  return n_full == dec.count_flag(kFlagParam);
+}
+static_assert(same_parameters<kGqa>() && same_parameters<kMha>() && same_parameters<kMqa>());
+static_assert(lm_decode_graph<kGqa>.count(op::cache_write) == 2 * kGqa.layers);
+static_assert(lm_decode_graph<kGqa>.view().count_flag(kFlagState) == 2 * kGqa.layers);
+static_assert(lm_decode_graph<kGqa>.shape("layers.1.self_attn.k_cache") ==
+              Shape<dims::batch, 2, dims::max_len, 8>::value);
+
+// Random tokens in [0, vocab).
+Array random_ids(std::int64_t batch, std::int64_t len, std::int64_t vocab, std::uint64_t seed) {
+  return th::random_array(DType::i32, {batch, len}, seed, 0, static_cast<double>(vocab));
+}
+
+// The full forward's logits [batch, len, vocab].
+Array full_logits(const GraphView& g, const NamedArrays& params, const Array& ids) {
+  Session s(g, {.threads = 2});
+  s.set_params(params);
+  s.set_inputs({{"ids", ids}, {"targets", Array(DType::i32, ids.dims())}});
+  s.run();
+  return s.get("logits");
+}
+
+// Rows [at, at + n) of the second dim of a [batch, len, vocab] array.
+Array rows_of(const Array& a, std::int64_t at, std::int64_t n) {
+  const std::int64_t b = a.dim(0), len = a.dim(1), v = a.dim(2);
+  Array out(a.dtype(), {b, n, v});
+  for (std::int64_t i = 0; i < b; ++i)
+    for (std::int64_t t = 0; t < n; ++t)
+      for (std::int64_t k = 0; k < v; ++k)
+        out.set((i * n + t) * v + k, a.at((i * len + at + t) * v + k));
+  return out;
+}
+
+// Scaled like the op harness: |got - want| / max(1, |want|).
+void require_logits_close(const Array& got, const Array& want, const std::string& what) {
+  REQUIRE(got.dims() == want.dims());
+  double worst = 0;
+  for (std::int64_t i = 0; i < got.numel(); ++i)
+    worst = std::max(worst, std::abs(got.at(i) - want.at(i)) / std::max(1.0, std::abs(want.at(i))));
+  INFO(what << ": largest scaled difference " << worst);
+  REQUIRE(worst <= 2e-5);
+}
+
+// Feeds `ids` [batch, len] to a decode-step session in chunks of the given sizes and compares
+// each step's logits with the full forward's rows.
+void check_chunks(const GraphView& dec, const NamedArrays& params, const Array& ids,
+                  const Array& want, const std::vector<std::int64_t>& chunks, Schedule sched,
+                  std::int64_t max_len) {
+  Session s(
+      dec,
+      {.threads = 2, .schedule = sched, .dims = {{"batch", ids.dim(0)}, {"max_len", max_len}}});
+  for (const auto& [name, a] : params) s.set_param(name, a);
+  std::int64_t pos = 0;
+  for (std::int64_t n : chunks) {
+    const Array part = [&] {
+      Array p(DType::i32, {ids.dim(0), n});
+      for (std::int64_t b = 0; b < ids.dim(0); ++b)
+        for (std::int64_t t = 0; t < n; ++t) p.set(b * n + t, ids.at(b * ids.dim(1) + pos + t));
+      return p;
+    }();
+    s.set_inputs(
+        {{"ids", part}, {"pos", Array::from<std::int32_t>({1}, {static_cast<std::int32_t>(pos)})}});
+    s.run();
+    require_logits_close(s.get("logits"), rows_of(want, pos, n),
+                         "positions " + std::to_string(pos) + ".." + std::to_string(pos + n - 1));
+    pos += n;
+  }
+}
+
+template <const LmConfig& C>
+void check_cached_equals_full(std::uint64_t seed) {
+  const NamedArrays params = make_params(full_graph<C>, {}, seed);
+  const std::int64_t len = 11;
+  const Array ids = random_ids(2, len, C.vocab, seed + 1);
+  const Array want = full_logits(full_graph<C>, params, ids);
+  const GraphView dec = lm_decode_graph<C>;
+  SECTION("one token per step") {
+    check_chunks(dec, params, ids, want, std::vector<std::int64_t>(len, 1), Schedule::sequential,
+                 16);
+  }
+  SECTION("prefill of 5, then single tokens and a chunk of 3") {
+    check_chunks(dec, params, ids, want, {5, 1, 1, 3, 1}, Schedule::sequential, 11);
+  }
+  SECTION("the whole sequence in one step") {
+    check_chunks(dec, params, ids, want, {len}, Schedule::sequential, 13);
+  }
+  SECTION("parallel schedule") {
+    check_chunks(dec, params, ids, want, {4, 1, 2, 1, 1, 1, 1}, Schedule::parallel, 64);
+  }
+}
+
+TEST_CASE("cached decoding gives the full forward's logits: GQA (4 query, 2 key/value heads)",
+          "[generate]") {
+  check_cached_equals_full<kGqa>(3);
+}
+TEST_CASE("cached decoding gives the full forward's logits: MHA, untied output", "[generate]") {
+  check_cached_equals_full<kMha>(5);
+}
+TEST_CASE("cached decoding gives the full forward's logits: MQA (one key/value head)",
+          "[generate]") {
+  check_cached_equals_full<kMqa>(7);
+}
+
+TEST_CASE("the reference evaluator runs the decode step too (cache in the parameter store)",
+          "[generate]") {
+  const NamedArrays params = make_params(full_graph<kGqa>, {}, 9);
+  const Array ids = random_ids(1, 6, kGqa.vocab, 10);
+  const Evaluation full = evaluate_reference(
+      full_graph<kGqa>, {{"ids", ids}, {"targets", Array(DType::i32, {1, 6})}}, params);
+  NamedArrays store = make_params(lm_decode_graph<kGqa>, {{"batch", 1}, {"max_len", 8}}, 0);
+  for (const auto& [name, a] : params) store.at(name) = a;
+  for (std::int64_t pos = 0; pos < 6; ++pos) {
+    const Evaluation e = evaluate_reference(
+        lm_decode_graph<kGqa>,
+        {{"ids", Array::from<std::int32_t>({1, 1}, {static_cast<std::int32_t>(ids.at(pos))})},
+         {"pos", Array::from<std::int32_t>({1}, {static_cast<std::int32_t>(pos)})}},
+        store);
+    require_logits_close(e["logits"], rows_of(full["logits"], pos, 1),
+                         "reference, position " + std::to_string(pos));
+  }
+}
+
+TEST_CASE("a position past the cache is a clear error", "[generate]") {
+  const NamedArrays params = make_params(full_graph<kGqa>, {}, 11);
+  Session s(lm_decode_graph<kGqa>, {.threads = 1, .dims = {{"batch", 1}, {"max_len", 4}}});
+  for (const auto& [name, a] : params) s.set_param(name, a);
+  s.set_inputs({{"ids", Array::from<std::int32_t>({1, 2}, {1, 2})},
+                {"pos", Array::from<std::int32_t>({1}, {3})}});
+  CHECK_THROWS_WITH(
+      s.run(),
+      Catch::Contains("layers.0.self_attn.k_cache_write: cache_write of 2 row(s) at position 3 "
+                      "does not fit a cache of 4 positions"));
+  s.set_inputs({{"ids", Array::from<std::int32_t>({1, 1}, {1})},
+                {"pos", Array::from<std::int32_t>({1}, {-1})}});
+  CHECK_THROWS_WITH(s.run(), Catch::Contains("at position -1 does not fit"));
+  Session unsized(lm_decode_graph<kGqa>, {.threads = 1});
+  unsized.set_inputs({{"ids", Array::from<std::int32_t>({1, 1}, {1})},
+                      {"pos", Array::from<std::int32_t>({1}, {0})}});
+  CHECK_THROWS_WITH(
+      unsized.run(),
+      Catch::Contains("symbol 'max_len' is not determined by any input; pass its value in dims"));
+}
+
+// ---- sampling ---------------------------------------------------------------------------------
+
+TEST_CASE("greedy sampling takes the largest logit; ties and NaN", "[generate][sampling]") {
+  const std::vector<float> l{0.5f, 2.0f, -1.0f, 2.0f, NAN};
+  CHECK(sample_token(l, {.temperature = 0}, 0) == 1);  // the tie goes to the smaller id
+  CHECK(sample_token(l, {.temperature = 1.0, .top_k = 1}, 5) == 1);
+  CHECK(sample_token(l, {.temperature = 0}, 0, 1) == 0);  // only id 0 is a candidate
+  CHECK_THROWS_WITH(sample_token(std::vector<float>{NAN, -INFINITY}, {.temperature = 0}, 0),
+                    Catch::Contains("every logit is NaN or -inf"));
+  CHECK_THROWS_WITH(sample_token(l, {.temperature = -1}, 0),
+                    Catch::Contains("temperature must be >= 0"));
+  CHECK_THROWS_WITH(sample_token(l, {.top_k = -2}, 0), Catch::Contains("top_k must be >= 0"));
+}
+
+TEST_CASE("sampling frequencies follow softmax(logits / temperature) within the top k",
+          "[generate][sampling]") {
+  const std::vector<float> l{std::log(0.5f), std::log(0.3f), std::log(0.15f), std::log(0.05f)};
+  struct Case {
+    SampleOptions o;
+    std::vector<double> p;  // computed by hand
+  };
+  const double s2 = std::sqrt(0.5) + std::sqrt(0.3) + std::sqrt(0.15) + std::sqrt(0.05);
+  const Case cases[] = {
+      {{.temperature = 1.0}, {0.5, 0.3, 0.15, 0.05}},
+      {{.temperature = 2.0},
+       {std::sqrt(0.5) / s2, std::sqrt(0.3) / s2, std::sqrt(0.15) / s2, std::sqrt(0.05) / s2}},
+      {{.temperature = 1.0, .top_k = 2}, {0.5 / 0.8, 0.3 / 0.8, 0, 0}},
+      {{.temperature = 0.5, .top_k = 3}, {0.25 / 0.3625, 0.09 / 0.3625, 0.0225 / 0.3625, 0}},
+  };
+  for (const Case& c : cases) {
+    INFO("temperature " << c.o.temperature << ", top_k " << c.o.top_k);
+    std::vector<double> p(4);
+    sample_probabilities(l, c.o, p);
+    for (int i = 0; i < 4; ++i)
+      CHECK(p[static_cast<std::size_t>(i)] ==
+            Approx(c.p[static_cast<std::size_t>(i)]).margin(1e-6));
+    std::vector<int> counts(4, 0);
+    const int n = 20000;
+    for (int k = 0; k < n; ++k)
+      ++counts[static_cast<std::size_t>(sample_token(l, c.o, static_cast<std::uint64_t>(k)))];
+    for (int i = 0; i < 4; ++i) {
+      INFO("id " << i);
+      // Binomial standard deviation at most sqrt(0.25 / n) = 0.0035: allow 4 of them.
+      CHECK(std::abs(counts[static_cast<std::size_t>(i)] / double(n) -
+                     c.p[static_cast<std::size_t>(i)]) < 0.014);
+      if (c.p[static_cast<std::size_t>(i)] == 0) CHECK(counts[static_cast<std::size_t>(i)] == 0);
+    }
+  }
+}
+
+TEST_CASE("the same seed and counter give the same token; other seeds give others",
+          "[generate][sampling]") {
+  std::vector<float> l(50);
+  for (std::size_t i = 0; i < l.size(); ++i) l[i] = static_cast<float>(std::sin(i * 1.7));
+  std::vector<std::int32_t> a, b, c;
+  for (std::uint64_t k = 0; k < 40; ++k) {
+    a.push_back(sample_token(l, {.temperature = 1.0, .seed = 4}, k));
+    b.push_back(sample_token(l, {.temperature = 1.0, .seed = 4}, k));
+    c.push_back(sample_token(l, {.temperature = 1.0, .seed = 5}, k));
+  }
+  CHECK(a == b);
+  CHECK(a != c);
+}
+
+// ---- the Generator ----------------------------------------------------------------------------
+
+// A char-tiny checkpoint with random weights and a tokeniser in its config, as a trainer saves it.
+std::string random_checkpoint(const std::string& file) {
+  const LmPreset& p = *find_lm_preset("char-tiny");
+  const NamedArrays all = make_params(p.decode, {{"batch", 1}, {"max_len", 1}}, 21);
+  NamedArrays weights;
+  for (const auto& [name, a] : all)
+    if (name.find("_cache") == std::string::npos) weights.emplace(name, a);
+  weights.emplace("embed_tokens.weight.adam_m",
+                  Array(DType::f32, {128, 128}));  // optimizer state is ignored
+  const data::CharTokenizer tok = data::CharTokenizer::build(
+      std::vector<std::string>{"the quick brown fox jumps over the lazy dog"});
+  const std::string path = (std::filesystem::temp_directory_path() / file).string();
+  save_checkpoint(
+      path, weights, {.step = 3},
+      "{\"model\":" + lm_config_to_json(*p.config) + ",\"tokenizer\":" + tok.to_json() + "}");
+  return path;
+}
+
+TEST_CASE("the model config round-trips through JSON and names its preset", "[generate]") {
+  const LmConfig c = lm_config_from_json(lm_config_to_json(kLmCharTiny));
+  CHECK(find_lm_preset(c) == find_lm_preset("char-tiny"));
+  CHECK(
+      lm_config_from_json(
+          R"({"model": {"vocab": 5, "d_model": 8, "heads": 2, "kv_heads": 1, "d_ff": 4, "layers": 1}})")
+          .vocab == 5);
+  CHECK_THROWS_WITH(lm_config_from_json(R"({"vocab": 5})"), Catch::Contains("missing \"d_model\""));
+  CHECK_THROWS_WITH(
+      lm_config_from_json(
+          R"({"vocab": 5.5, "d_model": 8, "heads": 2, "kv_heads": 1, "d_ff": 4, "layers": 1})"),
+      Catch::Contains("\"vocab\" is 5.5, expected an integer"));
+  CHECK_THROWS_WITH(require_lm_preset(kGqa),
+                    Catch::Contains("no compiled-in language model has the config vocab=37"));
+}
+
+TEST_CASE("the Generator loads a checkpoint and generates deterministically per seed",
+          "[generate]") {
+  const std::string path = random_checkpoint("stag_test_generate.safetensors");
+  Generator gen(path, {.threads = 2});
+  CHECK(gen.preset().name == "char-tiny");
+  REQUIRE(gen.tokenizer() != nullptr);
+  GenerateOptions o{.max_new_tokens = 12,
+                    .sample = {.temperature = 1.0, .top_k = 10, .seed = 7},
+                    .stop_at_eos = false};
+  const GenerateResult a = gen.generate("the fox", o);
+  const GenerateResult b = gen.generate("the fox", o);
+  CHECK(a.prompt_ids == gen.tokenizer()->encode("the fox"));
+  REQUIRE(a.new_ids.size() == 12);
+  CHECK(a.new_ids == b.new_ids);
+  CHECK(a.text == gen.tokenizer()->decode(a.new_ids));
+  for (std::int32_t id : a.new_ids)
+    CHECK(id < static_cast<std::int32_t>(gen.tokenizer()->vocab_size()));
+  CHECK(a.prefill_tokens == 7);
+  CHECK(a.decode_tokens == 11);
+  CHECK(a.decode_tokens_per_s() > 0);
+  o.sample.seed = 8;
+  CHECK(gen.generate("the fox", o).new_ids != a.new_ids);
+  CHECK(gen.max_len() == 64);  // 7 + 11 positions, rounded up
+  // Prefill in chunks feeds the same logits (compared in the tests above); here it must run.
+  o.prefill_chunk = 3;
+  CHECK(gen.generate("the fox", o).new_ids.size() == 12);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("the Generator refuses what does not fit", "[generate]") {
+  const std::string path = random_checkpoint("stag_test_generate_fit.safetensors");
+  Generator gen(path, {.threads = 1, .max_len = 8});
+  CHECK_THROWS_WITH(gen.generate("the lazy dog", {.max_new_tokens = 4}),
+                    Catch::Contains("15 positions do not fit the cache of max_len 8"));
+  CHECK_THROWS_WITH(Generator(path, {.tokenizer_path = "/nonexistent/tokenizer.json"}),
+                    Catch::Contains("/nonexistent/tokenizer.json"));
+  std::filesystem::remove(path);
+}
+
+}  // namespace

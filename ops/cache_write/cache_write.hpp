@@ -1,0 +1,86 @@
+// cache_write: writes new rows into a persistent cache tensor in place, at a position read at
+// run time (the key/value cache of autoregressive decoding).
+//   cache_write(k_cache [B, H, L, Dh], k_new [B, H, T, Dh], pos [1] i32) -> [] f32 (always 0)
+// Rows pos .. pos+T-1 of the cache's second-to-last dim become the T rows of `rows`; every
+// other row keeps its value. The cache is a state tensor (kFlagState, held in the session's
+// parameter store), the rows have the cache's rank, dtype and dims except that one, and pos is
+// a [1] or [] i32/i64 tensor. 0 <= pos and pos + T <= L are checked when the step runs; a write
+// that does not fit is a stag::Error naming the node, pos, T and L, and changes nothing.
+// Ordering: the planner runs a writer after every other reader of the tensor it writes (see
+// `writes`), so the readers of the cache in the same step see the values from before the
+// write; nodes that write are always executed, although nothing reads their output.
+// PyTorch: k_cache[..., pos:pos+T, :] = k_new (an in-place slice assignment). No gradient.
+// No attrs.
+#pragma once
+
+#include <stag/ops/op.hpp>
+#include <stag/ops/parameter/parameter.hpp>
+
+namespace stag {
+
+// A persistent state tensor named by its scope, zero-initialised and held in the session's
+// parameter store like optimizer moments (kFlagState): it keeps its value from one run to the
+// next, is never trained, and is what cache_write writes into.
+//   auto k_cache = stag::state<Shape<batch, 2, max_len, 32>>(g / "layers" / 0, "k_cache");
+template <class S, DType T = DType::f32>
+constexpr auto state(Scope s, std::string_view leaf) {
+  static_assert(ShapeType<S>, "stag::state: the template argument must be a stag::Shape<...>");
+  using C = canonical_t<S>;
+  Builder& g = *s.b;
+  register_syms<C>(g);
+  const Attrs a = param_attrs(kZeros);
+  const int id = g.add(code(OpId::parameter), {}, C::value, T, &a, leaf, kFlagState);
+  g.nodes[static_cast<std::size_t>(id)].scope = s.id;
+  return Tensor<C, T>{&g, id};
+}
+
+template <>
+struct OpDef<OpId::cache_write> {
+  static constexpr OpInfo info{"cache_write", "cache←", 3, 0b111};
+  static constexpr std::uint8_t writes = 0b001;  // the cache
+  static void reference(const KernelArgs&);
+  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+};
+
+namespace rules {
+constexpr ShapeResult cache_write(const ShapeV& cache, DType tc, const ShapeV& rows, DType tr,
+                                  const ShapeV& pos, DType tp) {
+  if (tc != tr) return shape_fail(ShapeErr::dtype);
+  if (!is_integer(tp)) return shape_fail(ShapeErr::index_dtype);
+  if (cache.rank < 2 || rows.rank != cache.rank) return shape_fail(ShapeErr::rank);
+  for (int i = 0; i < cache.rank; ++i)
+    if (i != cache.rank - 2 && !(cache.dims[i] == rows.dims[i]))
+      return shape_fail(ShapeErr::shape_mismatch);
+  const bool one = pos.rank == 0 || (pos.rank == 1 && pos.dims[0] == static_dim(1));
+  if (!one) return shape_fail(ShapeErr::not_one);
+  return shape_ok(ShapeV{}, DType::f32);
+}
+}  // namespace rules
+
+constexpr Ref cache_write(Ref cache, Ref rows, Ref pos) {
+  return emit(OpId::cache_write, "cache_write", {cache, rows, pos},
+              rules::cache_write(cache.shape(), cache.dtype(), rows.shape(), rows.dtype(),
+                                 pos.shape(), pos.dtype()));
+}
+
+template <class SC, DType TC, class SR, DType TR, class SP, DType TP>
+constexpr auto cache_write(Tensor<SC, TC> cache, Tensor<SR, TR> rows, Tensor<SP, TP> pos) {
+  constexpr ShapeResult r = rules::cache_write(SC::value, TC, SR::value, TR, SP::value, TP);
+  static_assert(r.err != ShapeErr::dtype,
+                "stag::cache_write: the rows must have the cache's dtype");
+  static_assert(r.err != ShapeErr::index_dtype, "stag::cache_write: pos must be i32 or i64");
+  static_assert(r.err != ShapeErr::rank,
+                "stag::cache_write: the cache and the rows must have the same rank (at least 2: "
+                "[..., L, D] and [..., T, D])");
+  static_assert(r.err != ShapeErr::shape_mismatch,
+                "stag::cache_write: the rows must have the cache's dims except the second-to-last "
+                "(the positions)");
+  static_assert(r.err != ShapeErr::not_one,
+                "stag::cache_write: pos must be [1] or [] (one position)");
+  if constexpr (r.ok())
+    return Tensor<Shape<>, DType::f32>{cache.b, cache_write(cache.ref(), rows.ref(), pos.ref()).id};
+  else
+    return Tensor<Shape<>, DType::f32>{cache.b, cache.id};
+}
+
+}  // namespace stag

@@ -1,0 +1,383 @@
+#!/usr/bin/python3
+"""The PyTorch side of bench.sh: the same three models as bench/model_*.cpp (cls, tf, gpt),
+hand-written the way the articles write them, at the same shapes and thread count, timed the
+same way; prints `torch.<config>.<metric>: <value> <unit>`. To add a model, add a module and a
+row to MODELS, and mirror it in bench/ (the architectures must stay op for op the same).
+
+Run with Debian's python3 (torch 1.13): /usr/bin/python3 tools/torch_bench.py --threads 2.
+Without --config it runs every config and mode in its own process (peak RSS per process), with
+OMP_NUM_THREADS, OPENBLAS_NUM_THREADS and torch.set_num_threads all equal to --threads, and
+OpenBLAS (OpenMP build) preloaded as the BLAS: Debian's default may be the reference BLAS.
+"""
+import argparse
+import math
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+OPENBLAS = "/usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3"
+CONFIGS = ["peak", "cls", "tf", "gpt"]
+
+
+def emit(config, metric, value, unit, label=None):
+    name = f"schedule.{label}.{metric}" if label else metric
+    print(f"torch.{config}.{name}: {value:.{3 if value < 10 else 1}f} {unit}", flush=True)
+
+
+def rss_peak_mib():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
+
+
+def blas_in_use():
+    with open("/proc/self/maps") as f:
+        maps = f.read()
+    if "openblas" in maps:
+        return "openblas"
+    return "reference" if "libblas" in maps else "unknown"
+
+
+def time_steps(fn, warmup, steps):
+    """Median wall and process CPU milliseconds of `steps` calls after `warmup` untimed ones."""
+    wall, cpu = [], []
+    for i in range(warmup + steps):
+        w0, c0 = time.perf_counter(), time.process_time()
+        fn(i)
+        if i >= warmup:
+            wall.append((time.perf_counter() - w0) * 1e3)
+            cpu.append((time.process_time() - c0) * 1e3)
+    return statistics.median(wall), statistics.median(cpu)
+
+
+# ---- models (imported lazily: the driver process does not load torch) -------------------------
+
+def build_models():
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    def attention(q, k, v, keep, p, training):
+        # q [B, H, Sq, Dh], k/v [B, H, Sk, Dh], keep broadcasts to [B, H, Sq, Sk].
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if keep is not None:
+            scores = scores.masked_fill(~keep, float("-inf"))
+        w = F.dropout(scores.softmax(-1), p, training)
+        return w @ v
+
+    def split(x, h):
+        b, s, d = x.shape
+        return x.view(b, s, h, d // h).transpose(1, 2)
+
+    def merge(x):
+        b, h, s, dh = x.shape
+        return x.transpose(1, 2).reshape(b, s, h * dh)
+
+    class MultiHeadAttention(nn.Module):
+        def __init__(self, d, h, p):
+            super().__init__()
+            self.h, self.p = h, p
+            self.w_q, self.w_k, self.w_v, self.w_o = (nn.Linear(d, d) for _ in range(4))
+
+        def forward(self, xq, xkv, keep):  # keep [B|1, Sq|1, Sk]
+            q, k, v = split(self.w_q(xq), self.h), split(self.w_k(xkv), self.h), split(self.w_v(xkv), self.h)
+            return self.w_o(merge(attention(q, k, v, keep.unsqueeze(1), self.p, self.training)))
+
+    class FeedForward(nn.Module):
+        def __init__(self, d, f, p):
+            super().__init__()
+            self.w_1, self.w_2, self.p = nn.Linear(d, f), nn.Linear(f, d), p
+
+        def forward(self, x):
+            return self.w_2(F.dropout(F.relu(self.w_1(x)), self.p, self.training))
+
+    class EncoderLayer(nn.Module):
+        def __init__(self, d, h, f, p, pre):
+            super().__init__()
+            self.self_attn, self.ffn = MultiHeadAttention(d, h, p), FeedForward(d, f, p)
+            self.norm1, self.norm2, self.p, self.pre = nn.LayerNorm(d), nn.LayerNorm(d), p, pre
+
+        def forward(self, x, keep):
+            drop = lambda t: F.dropout(t, self.p, self.training)
+            if not self.pre:  # Post-LN
+                x = self.norm1(x + drop(self.self_attn(x, x, keep)))
+                return self.norm2(x + drop(self.ffn(x)))
+            h = self.norm1(x)
+            x = x + drop(self.self_attn(h, h, keep))
+            return x + drop(self.ffn(self.norm2(x)))
+
+    class DecoderLayer(nn.Module):  # Pre-LN
+        def __init__(self, d, h, f, p):
+            super().__init__()
+            self.self_attn, self.cross_attn = MultiHeadAttention(d, h, p), MultiHeadAttention(d, h, p)
+            self.ffn, self.p = FeedForward(d, f, p), p
+            self.norm1, self.norm2, self.norm3 = nn.LayerNorm(d), nn.LayerNorm(d), nn.LayerNorm(d)
+
+        def forward(self, y, memory, self_keep, cross_keep):
+            drop = lambda t: F.dropout(t, self.p, self.training)
+            h = self.norm1(y)
+            y = y + drop(self.self_attn(h, h, self_keep))
+            y = y + drop(self.cross_attn(self.norm2(y), memory, cross_keep))
+            return y + drop(self.ffn(self.norm3(y)))
+
+    class Classifier(nn.Module):
+        def __init__(self, vocab=8000, max_len=128, d=128, h=4, f=512, layers=1, classes=2, p=0.1):
+            super().__init__()
+            self.tok, self.pos, self.p = nn.Embedding(vocab, d), nn.Embedding(max_len, d), p
+            self.enc = nn.ModuleList(EncoderLayer(d, h, f, p, pre=False) for _ in range(layers))
+            self.head = nn.Linear(d, classes)
+
+        def forward(self, ids, keep, label):
+            s = ids.shape[1]
+            x = F.dropout(self.tok(ids) + self.pos(torch.arange(s)), self.p, self.training)
+            for layer in self.enc:
+                x = layer(x, keep.unsqueeze(1))
+            w = keep.unsqueeze(-1).to(x.dtype)  # masked mean over the real tokens
+            pooled = (x * w).sum(1) / w.sum(1).clamp(min=1.0)
+            return F.cross_entropy(self.head(pooled), label)
+
+    def sinusoidal(length, d):
+        pos = torch.arange(length, dtype=torch.float32).unsqueeze(1)
+        angle = pos * torch.exp(torch.arange(0, d, 2, dtype=torch.float32) * (-math.log(10000.0) / d))
+        return torch.stack([angle.sin(), angle.cos()], -1).view(length, d)
+
+    class Transformer(nn.Module):
+        def __init__(self, src_vocab=1000, tgt_vocab=1000, d=512, h=8, f=2048, n_enc=6, n_dec=6, p=0.1):
+            super().__init__()
+            self.d, self.p = d, p
+            self.src_embed, self.tgt_embed = nn.Embedding(src_vocab, d), nn.Embedding(tgt_vocab, d)
+            self.encoder = nn.ModuleList(EncoderLayer(d, h, f, p, pre=True) for _ in range(n_enc))
+            self.decoder = nn.ModuleList(DecoderLayer(d, h, f, p) for _ in range(n_dec))
+            self.enc_norm, self.dec_norm = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.generator = nn.Linear(d, tgt_vocab)
+
+        def forward(self, src, src_keep, tgt_in, tgt_keep, tgt_out):
+            s, t = src.shape[1], tgt_in.shape[1]
+            drop = lambda z: F.dropout(z, self.p, self.training)
+            x = drop(self.src_embed(src) * math.sqrt(self.d) + sinusoidal(s, self.d))
+            y = drop(self.tgt_embed(tgt_in) * math.sqrt(self.d) + sinusoidal(t, self.d))
+            enc_keep = src_keep.unsqueeze(1)  # [B, 1, S]
+            for layer in self.encoder:
+                x = layer(x, enc_keep)
+            x = self.enc_norm(x)
+            causal = torch.ones(t, t, dtype=torch.bool).tril()
+            dec_keep = tgt_keep.unsqueeze(1) & causal.unsqueeze(0)  # [B, T, T]
+            for layer in self.decoder:
+                y = layer(y, x, dec_keep, enc_keep)
+            logits = self.generator(self.dec_norm(y))
+            return F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=-100)
+
+    class RMSNorm(nn.Module):
+        def __init__(self, d, eps):
+            super().__init__()
+            self.weight, self.eps = nn.Parameter(torch.ones(d)), eps
+
+        def forward(self, x):
+            return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+    def rotate_half(x):
+        a, b = x.chunk(2, -1)
+        return torch.cat([-b, a], -1)
+
+    class Block(nn.Module):  # minimind: RMSNorm, MHA with RoPE, RMSNorm, SwiGLU; no biases
+        def __init__(self, d, h, f, eps=1e-5):
+            super().__init__()
+            self.h = h
+            self.q_proj, self.k_proj, self.v_proj, self.o_proj = (nn.Linear(d, d, bias=False) for _ in range(4))
+            self.gate_proj, self.up_proj = nn.Linear(d, f, bias=False), nn.Linear(d, f, bias=False)
+            self.down_proj = nn.Linear(f, d, bias=False)
+            self.input_norm, self.post_attention_norm = RMSNorm(d, eps), RMSNorm(d, eps)
+
+        def forward(self, x, keep, cos, sin):
+            hx = self.input_norm(x)
+            q, k, v = split(self.q_proj(hx), self.h), split(self.k_proj(hx), self.h), split(self.v_proj(hx), self.h)
+            q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+            x = x + self.o_proj(merge(attention(q, k, v, keep, 0.0, self.training)))
+            hx = self.post_attention_norm(x)
+            return x + self.down_proj(F.silu(self.gate_proj(hx)) * self.up_proj(hx))
+
+    class LanguageModel(nn.Module):
+        def __init__(self, vocab=4096, d=256, h=8, f=1024, layers=4, theta=1e6):
+            super().__init__()
+            self.h, self.theta = h, theta
+            self.embed_tokens = nn.Embedding(vocab, d)
+            self.layers = nn.ModuleList(Block(d, h, f) for _ in range(layers))
+            self.norm = RMSNorm(d, 1e-5)
+
+        def forward(self, ids, targets):
+            s, dh = ids.shape[1], self.embed_tokens.weight.shape[1] // self.h
+            freqs = self.theta ** (-torch.arange(0, dh, 2, dtype=torch.float32) / dh)
+            angle = torch.arange(s, dtype=torch.float32).unsqueeze(1) * freqs  # [S, Dh/2]
+            cos, sin = torch.cat([angle.cos()] * 2, -1), torch.cat([angle.sin()] * 2, -1)
+            keep = torch.ones(s, s, dtype=torch.bool).tril()  # causal, broadcast over B, H
+            x = self.embed_tokens(ids)
+            for layer in self.layers:
+                x = layer(x, keep, cos, sin)
+            logits = self.norm(x) @ self.embed_tokens.weight.t()  # tied output projection
+            return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)
+
+    def init_like_stag(model):
+        # stag's initialisers: xavier-uniform projections, zero biases, unit gains, N(0, 0.02)
+        # embeddings (the loss then starts near log(vocab), as stag's does).
+        for m in model.modules():
+            if isinstance(m, nn.Linear):
+                nn.init.xavier_uniform_(m.weight)
+                if m.bias is not None:
+                    nn.init.zeros_(m.bias)
+            elif isinstance(m, nn.Embedding):
+                nn.init.normal_(m.weight, 0.0, 0.02)
+        return model
+
+    def ids(shape, vocab, seed):
+        return torch.randint(0, vocab, shape, generator=torch.Generator().manual_seed(seed))
+
+    def keep_mask(batch, length, padded):
+        keep = torch.ones(batch, length, dtype=torch.bool)
+        keep[1::2, length - padded:] = False  # every other row ends in padding
+        return keep
+
+    def cls():
+        return init_like_stag(Classifier()), (ids((32, 128), 8000, 1), keep_mask(32, 128, 32), torch.arange(32) % 2)
+
+    def tf():
+        return init_like_stag(Transformer()), (ids((8, 32), 1000, 2), keep_mask(8, 32, 0), ids((8, 32), 1000, 3),
+                               keep_mask(8, 32, 0), ids((8, 32), 1000, 4))
+
+    def gpt():
+        return init_like_stag(LanguageModel()), (ids((16, 128), 4096, 5), ids((16, 128), 4096, 6))
+
+    return {"cls": cls, "tf": tf, "gpt": gpt}
+
+
+# Matmul FLOPs of one forward pass, by formula (an independent check of stag's count, which
+# walks its graph). A training step does each product three times: forward, dX and dW.
+def forward_matmul_flops(config):
+    lin = lambda tokens, i, o: 2 * tokens * i * o
+    att = lambda b, h, sq, sk, dh: 2 * 2 * b * h * sq * sk * dh  # q k^T and w v
+    if config == "cls":
+        b, s, d, f = 32, 128, 128, 512
+        return 4 * lin(b * s, d, d) + att(b, 4, s, s, d // 4) + 2 * lin(b * s, d, f) + lin(b, d, 2)
+    if config == "tf":
+        b, s, t, d, f, h = 8, 32, 32, 512, 2048, 8
+        enc = 4 * lin(b * s, d, d) + att(b, h, s, s, d // h) + 2 * lin(b * s, d, f)
+        dec = (4 * lin(b * t, d, d) + att(b, h, t, t, d // h) + 2 * lin(b * t, d, d) + 2 * lin(b * s, d, d)
+               + att(b, h, t, s, d // h) + 2 * lin(b * t, d, f))
+        return 6 * enc + 6 * dec + lin(b * t, d, 1000)
+    b, s, d, f, h, v = 16, 128, 256, 1024, 8, 4096
+    return 4 * (4 * lin(b * s, d, d) + att(b, h, s, s, d // h) + 3 * lin(b * s, d, f)) + lin(b * s, d, v)
+
+
+def run_one(config, mode, args):
+    import torch
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(1)
+    label = args.label
+    if config == "peak":
+        a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
+        ms, _ = time_steps(lambda i: torch.mm(a, b), 2, 10)
+        emit("peak", "matmul_gflops", 2 * 2048 ** 3 / 1e9 / (ms / 1e3), "GFLOP/s", label)
+        return
+    model, inputs = build_models()[config]()
+    if mode == "train":
+        model.train()
+        decay = [p for p in model.parameters() if p.dim() >= 2]  # as stag: not biases, not gains
+        no_decay = [p for p in model.parameters() if p.dim() < 2]
+        opt = torch.optim.AdamW([{"params": decay}, {"params": no_decay, "weight_decay": 0.0}],
+                                lr=1e-4, weight_decay=0.01, foreach=args.foreach)
+        loss_box = [0.0]
+
+        def step(i):
+            opt.zero_grad(set_to_none=True)
+            loss = model(*inputs)
+            loss.backward()
+            opt.step()
+            loss_box[0] = loss.item()
+
+        ms, cpu = time_steps(step, args.warmup, args.steps)
+        emit(config, "train_step_ms", ms, "ms", label)
+        emit(config, "train_cpu_ms", cpu, "ms", label)
+        if label:
+            return
+        flops = 3 * forward_matmul_flops(config)
+        emit(config, "matmul_gflop_per_step", flops / 1e9, "GFLOP")
+        emit(config, "matmul_gflops", flops / 1e9 / (ms / 1e3), "GFLOP/s")
+        state = sum(t.numel() * t.element_size() for s in opt.state.values() for t in s.values()
+                    if torch.is_tensor(t) and t.dim() > 0)
+        params = sum(p.numel() * p.element_size() for p in model.parameters())
+        emit(config, "params_mib", (params + state) / 1048576.0, "MiB")
+        emit(config, "rss_peak_mib", rss_peak_mib(), "MiB")
+        emit(config, "loss", loss_box[0], "nats")
+    else:
+        model.eval()
+
+        def forward(i):
+            with torch.inference_mode():
+                model(*inputs)
+
+        ms, cpu = time_steps(forward, args.warmup, args.steps)
+        emit(config, "infer_ms", ms, "ms", label)
+        emit(config, "infer_cpu_ms", cpu, "ms", label)
+        if label:
+            return
+        emit(config, "infer_matmul_gflops", forward_matmul_flops(config) / 1e9 / (ms / 1e3), "GFLOP/s")
+        emit(config, "infer_rss_peak_mib", rss_peak_mib(), "MiB")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--config", default="all", choices=["all"] + CONFIGS)
+    ap.add_argument("--mode", default="both", choices=["both", "train", "infer"])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=15)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--label", default=None, help="name metrics <config>.schedule.<label>.<metric>")
+    ap.add_argument("--foreach", type=int, default=0, help="AdamW's multi-tensor (foreach) implementation")
+    ap.add_argument("--show-config", action="store_true", help="print torch.__config__.show() and exit")
+    args = ap.parse_args()
+
+    # The thread counts and the BLAS must be set before torch (and libgomp) load: set them and
+    # start again when they are not.
+    env = dict(os.environ)
+    env["OMP_NUM_THREADS"] = env["OPENBLAS_NUM_THREADS"] = str(args.threads)
+    env.setdefault("OMP_WAIT_POLICY", "passive")
+    if os.path.exists(OPENBLAS) and OPENBLAS not in env.get("LD_PRELOAD", ""):
+        env["LD_PRELOAD"] = (OPENBLAS + " " + env.get("LD_PRELOAD", "")).strip()
+    if any(os.environ.get(k) != env.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                                     "OMP_WAIT_POLICY", "LD_PRELOAD")):
+        os.execve(sys.executable, [sys.executable, os.path.abspath(__file__)] + sys.argv[1:], env)
+
+    if args.config != "all" and args.mode != "both":
+        import torch
+        if args.show_config:
+            print(torch.__config__.show())
+        blas = blas_in_use()
+        if blas != "openblas":
+            print(f"torch_bench: warning: torch's BLAS is {blas}, not OpenBLAS; figures are not comparable",
+                  file=sys.stderr)
+        if args.config == "peak" and not args.label:
+            print(f"torch.blas: {blas} (torch {torch.__version__})", flush=True)
+        run_one(args.config, args.mode, args)
+        return 0
+
+    configs = CONFIGS if args.config == "all" else [args.config]
+    if args.config == "all" and not args.label:
+        print(f"torch.threads: {args.threads}", flush=True)
+    rc = 0
+    for c in configs:
+        for m in (["train"] if c == "peak" else ["train", "infer"]):
+            if args.mode not in ("both", m):
+                continue
+            cmd = [sys.executable, os.path.abspath(__file__), "--config", c, "--mode", m,
+                   "--threads", str(args.threads), "--steps", str(args.steps), "--warmup", str(args.warmup),
+                   "--foreach", str(args.foreach)]
+            if args.label:
+                cmd += ["--label", args.label]
+            if args.show_config and c == configs[0]:
+                cmd.append("--show-config")
+            rc |= subprocess.run(cmd).returncode
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
