@@ -1,5 +1,5 @@
 // stag::Trainer: the training loop's moving parts around sessions of one model. It runs optimizer
-// steps (one fused train<> graph, or grad<> per micro-batch plus update<> for gradient
+// steps (one fused train_step<> graph, or grad<> per micro-batch plus update<> for gradient
 // accumulation), evaluation on the forward graph (sharing the trained weights, no copies),
 // learning-rate schedules, the metrics log, the progress line, checkpoints and exact resume.
 // A user loop is `for (batch : batches) trainer.step(batch);`; fit() is the whole loop.
@@ -50,7 +50,7 @@ constexpr OptimizerSettings optimizer_settings(const Opt& o) {
 // The graphs a Trainer runs; make them with training_graphs<model, optimizer>().
 struct TrainingGraphs {
   GraphView model;   // the forward graph (result: the loss): evaluation
-  GraphView step;    // train<model, Opt>: one fused optimizer step
+  GraphView step;    // train_step<model, Opt>: one fused optimizer step
   GraphView grad;    // grad<model>: gradients of one micro-batch (empty: no accumulation)
   GraphView update;  // update<model, Opt>: applies accumulated gradients
   OptimizerSettings defaults = {};  // Opt's values, fed when the graphs read settings as inputs
@@ -58,7 +58,7 @@ struct TrainingGraphs {
 
 namespace detail {
 template <const auto& M, auto Opt>
-inline constexpr auto kStepGraph = train<M, Opt>();
+inline constexpr auto kStepGraph = train_step<M, Opt>();
 template <const auto& M>
 inline constexpr auto kGradGraph = grad<M>();
 template <const auto& M, auto Opt>

@@ -107,11 +107,11 @@ using namespace stag;
 constexpr AdamW kCompiled{
     .beta1 = 0.5, .beta2 = 0.75, .eps = 0.0078125, .weight_decay = 0.25, .clip_norm = 0.5};
 constexpr AdamW kAsInputs{.hparams_as_inputs = true};
-constexpr auto adamw_compiled = train<net, kCompiled>();
-constexpr auto adamw_inputs = train<net, kAsInputs>();
+constexpr auto adamw_compiled = train_step<net, kCompiled>();
+constexpr auto adamw_inputs = train_step<net, kAsInputs>();
 constexpr auto sgd_compiled =
-    train<net, Sgd{.momentum = 0.5, .weight_decay = 0.25, .clip_norm = 0.5}>();
-constexpr auto sgd_inputs = train<net, Sgd{.hparams_as_inputs = true}>();
+    train_step<net, Sgd{.momentum = 0.5, .weight_decay = 0.25, .clip_norm = 0.5}>();
+constexpr auto sgd_inputs = train_step<net, Sgd{.hparams_as_inputs = true}>();
 constexpr auto adamw_update = update<net, kCompiled>();
 constexpr auto net_grad = grad<net>();
 static_assert(adamw_inputs.find("beta2") >= 0 && adamw_inputs.find("clip_norm") >= 0);
@@ -165,7 +165,7 @@ TEST_CASE("optimizer settings as inputs give exactly the compiled settings' step
 
 TEST_CASE("clip_norm <= 0 as an input turns clipping off", "[optim]") {
   constexpr AdamW kNoClip{.beta1 = 0.5, .beta2 = 0.75, .eps = 0.0078125, .weight_decay = 0.25};
-  static constexpr auto no_clip = train<net, kNoClip>();
+  static constexpr auto no_clip = train_step<net, kNoClip>();
   require_identical(run_steps(no_clip, 2), run_steps(adamw_inputs, 2, settings(0.0)));
   require_identical(run_steps(no_clip, 2), run_steps(adamw_inputs, 2, settings(-1.0)));
 }
@@ -180,7 +180,7 @@ TEST_CASE("the runtime weight decay spares parameters created without decay", "[
                     a.at("lin.weight").bytes()) != 0);
 }
 
-TEST_CASE("update<> applied to grad<>'s gradients is train<>'s step", "[optim]") {
+TEST_CASE("update<> applied to grad<>'s gradients is train_step<>'s step", "[optim]") {
   Session fused(adamw_compiled, {.threads = 1, .seed = 3});
   Session g(net_grad, {.threads = 1, .seed = 3});
   Session u(adamw_update, {.threads = 1, .seed = 3, .shared_params = g.params()});
@@ -212,9 +212,9 @@ constexpr auto linear_net = model([](Builder& g) {
 });
 
 TEST_CASE("an infinite gradient norm skips the update, with or without clipping", "[optim]") {
-  static constexpr auto plain = train<linear_net, AdamW{}>();
-  static constexpr auto clipped = train<linear_net, AdamW{.clip_norm = 1.0}>();
-  static constexpr auto as_inputs = train<linear_net, AdamW{.hparams_as_inputs = true}>();
+  static constexpr auto plain = train_step<linear_net, AdamW{}>();
+  static constexpr auto clipped = train_step<linear_net, AdamW{.clip_norm = 1.0}>();
+  static constexpr auto as_inputs = train_step<linear_net, AdamW{.hparams_as_inputs = true}>();
   for (GraphView g : {GraphView(plain), GraphView(clipped), GraphView(as_inputs)}) {
     Session s(g, {.threads = 1, .seed = 3});
     const Array w0 = s.params().at("lin.weight").clone();
