@@ -126,7 +126,7 @@ std::string node_id(int n) {
 class Writer {
  public:
   Writer(const GraphView& gv, const DotOptions& opts)
-      : g_(gv), o_(opts), fold_(opts.collapse ? fold_repeats(gv) : no_folding(gv)) {
+      : g_(gv), o_(opts), fold_(opts.collapse ? fold_repeats(gv, opts.ops) : no_folding(gv)) {
     const std::size_t ns = std::max<std::size_t>(g_.scopes.size(), 1);
     children_.resize(ns);
     for (std::size_t s = 1; s < g_.scopes.size(); ++s)
@@ -167,7 +167,7 @@ class Writer {
         "arrowsize=0.6];\n";
     for (int side = 0; side < 3; ++side) side_tree(side);
     data_edges();
-    gradient_links();
+    if (o_.gradient_links) gradient_links();
     out_ += "}\n";
     return std::move(out_);
   }

@@ -24,6 +24,10 @@ struct DotOps {
   std::string_view (*label)(OpCode) = nullptr;  // "@": the node's title
   // Attribute text shown after the title ("axis -1", "0.25", "a·bᵀ"); may be null or return "".
   std::string (*detail)(const GraphView&, int node) = nullptr;
+  // Clears the attribute slots that identify a node rather than describe it (dropout's salt,
+  // which gives every dropout node its own random stream), so that the collapsed view folds
+  // layers that differ only there. May be null: attributes are then compared whole.
+  void (*fold_attrs)(const GraphView&, int node, Attrs& attrs) = nullptr;
 };
 
 // Per-node facts from outside the graph, keyed by node index: the runtime passes buffer and
@@ -47,6 +51,7 @@ struct DotOptions {
   bool edge_shapes = true;        // label each edge with the shape flowing along it
   bool separate_backward = true;  // backward (and optimizer) nodes in their own box tree
   bool legend = true;             // a key of node styles under the title
+  bool gradient_links = true;     // dashed lines from forward nodes to their backward nodes
   std::string rankdir = "TB";     // "TB" (top to bottom) or "LR"
   DotAnnotations annotations;
 };
@@ -79,7 +84,9 @@ struct Folding {
 // layer 0 (fed by the embedding) matches layer 1 (fed by layer 0). A block's backward nodes
 // belong to it: in a training graph the first and last layers usually stay apart, because the
 // first computes no gradient for its input and the last receives its gradient from the loss.
-Folding fold_repeats(const GraphView& g);
+// `ops.fold_attrs`, when given, says which attributes to leave out of the comparison
+// (dot_options() fills it; without it, layers with dropout never fold).
+Folding fold_repeats(const GraphView& g, const DotOps& ops = {});
 // The identity folding (every node drawn as itself).
 Folding no_folding(const GraphView& g);
 

@@ -54,7 +54,7 @@ void put_text(std::string& out, std::string_view s) {
 // The structure of the subgraph under scope `block`, as a byte string; equal strings mean the
 // blocks can be drawn as one.
 std::string block_signature(const GraphView& g, const std::vector<std::int32_t>& members,
-                            std::int32_t block) {
+                            std::int32_t block, const DotOps& ops) {
   auto position = [&](std::int32_t n) -> std::int64_t {
     const auto it = std::lower_bound(members.begin(), members.end(), n);
     return it != members.end() && *it == n ? it - members.begin() : -1;
@@ -67,7 +67,8 @@ std::string block_signature(const GraphView& g, const std::vector<std::int32_t>&
     put(sig, nd.flags);
     put(sig, nd.nin);
     put(sig, nd.shape);  // shapes are interned: equal shapes have equal indices
-    const Attrs& a = g.attr(n);
+    Attrs a = g.attr(n);
+    if (ops.fold_attrs) ops.fold_attrs(g, n, a);
     put(sig, a);
     put_text(sig, nd.leaf);
     // The node's scope relative to the block, innermost first.
@@ -106,7 +107,7 @@ Folding no_folding(const GraphView& g) {
   return f;
 }
 
-Folding fold_repeats(const GraphView& g) {
+Folding fold_repeats(const GraphView& g, const DotOps& ops) {
   Folding f = no_folding(g);
   if (g.scopes.empty()) return f;
   const ScopeTree t = scope_tree(g);
@@ -134,7 +135,7 @@ Folding fold_repeats(const GraphView& g) {
     });
     std::vector<std::string> sigs;
     for (const std::int32_t c : numbered)
-      sigs.push_back(block_signature(g, nodes[static_cast<std::size_t>(c)], c));
+      sigs.push_back(block_signature(g, nodes[static_cast<std::size_t>(c)], c, ops));
 
     for (std::size_t i = 0; i < numbered.size();) {
       std::size_t j = i + 1;

@@ -86,6 +86,12 @@ std::string op_detail(const GraphView& g, int n) {
   }
 }
 
+// Dropout's salt (i[0]) only picks the node's random stream: two layers that differ in it
+// alone have the same structure.
+void fold_attrs(const GraphView& g, int n, Attrs& a) {
+  if (op_id(g.node(n).op) == OpId::dropout) a.i[0] = 0;
+}
+
 std::string_view registry_name(OpCode c) {
   return c.value < kOpCount ? op_info(c).name : "?";
 }
@@ -140,7 +146,7 @@ ImageFormat image_format_of(std::string_view path) {
 
 DotOptions dot_options() {
   DotOptions o;
-  o.ops = DotOps{&registry_name, &registry_label, &op_detail};
+  o.ops = DotOps{&registry_name, &registry_label, &op_detail, &fold_attrs};
   return o;
 }
 
@@ -253,7 +259,20 @@ void draw(const GraphView& g, const std::string& path, DotOptions opts) {
   if (!opts.ops.name) opts.ops.name = defaults.ops.name;
   if (!opts.ops.label) opts.ops.label = defaults.ops.label;
   if (!opts.ops.detail) opts.ops.detail = defaults.ops.detail;
+  if (!opts.ops.fold_attrs) opts.ops.fold_attrs = defaults.ops.fold_attrs;
   render_to_file(to_dot(g, opts), path);
+}
+
+void draw_model_svg(const GraphView& g, const std::string& path, bool collapsed,
+                    std::string_view title) {
+  DotOptions o = dot_options();
+  o.collapse = collapsed;
+  // The forward-to-backward links of a big training graph slow the layout about 20-fold.
+  o.gradient_links = (collapsed ? fold_repeats(g, o.ops).drawn_nodes() : g.size()) <= 600;
+  o.title = title.empty() ? std::string(collapsed ? "model graph (repeated blocks drawn once)"
+                                                  : "model graph")
+                          : std::string(title);
+  render_to_file(to_dot(g, o), path);
 }
 
 }  // namespace stag

@@ -117,6 +117,10 @@ TEST_CASE("a training graph sets backward nodes apart and links them to the forw
   CHECK(dir_back == reversed);
   CHECK(reversed > 0);
   CHECK(dashed_from_weight == 1);
+  // Without the links (big training graphs read better so), only the data edges remain.
+  DotOptions no_links = dot_options();
+  no_links.gradient_links = false;
+  CHECK(th::parse_dot(to_dot(g, no_links)).edges == inputs);
 
   const th::ParsedCluster* bwd = d.cluster_labelled("backward (autodiff)");
   REQUIRE(bwd != nullptr);
@@ -180,6 +184,46 @@ TEST_CASE("in training graphs the first and last layers stay apart from the repe
   // So the folded picture does not grow with depth.
   CHECK(fold_repeats(examples::find_example("encoder6")->training).drawn_nodes() ==
         fold_repeats(examples::find_example("encoder12")->training).drawn_nodes());
+}
+
+// Four layers with dropout: each dropout node has its own salt (its random stream), which
+// the registry's fold_attrs leaves out of the comparison.
+constexpr auto with_dropout = model([](Builder& g) {
+  auto x = input<"x", Shape<batch, 4>>(g);
+  Tensor<Shape<batch, 4>> h = x;
+  for (int i = 0; i < 4; ++i) {
+    const Scope s = g / "layer" / i;
+    auto guard = s.enter();
+    h = dropout(tanh(matmul(h, param<Shape<4, 4>>(s, "w"))), 0.1);
+  }
+  return mean<0, 1>(h);
+});
+
+TEST_CASE("layers that differ only in their dropout streams fold", "[dot][collapse]") {
+  const GraphView v = with_dropout;
+  const int d0 = v.find("layer.0.w") + 3, d1 = v.find("layer.1.w") + 3;
+  REQUIRE(op_id(v.node(d0).op) == OpId::dropout);
+  REQUIRE(op_id(v.node(d1).op) == OpId::dropout);
+  REQUIRE(v.attr(d0).i[0] != v.attr(d1).i[0]);     // the salts differ
+  CHECK(fold_repeats(with_dropout).runs.empty());  // compared whole: no fold
+  const Folding f = fold_repeats(with_dropout, dot_options().ops);
+  REQUIRE(f.runs.size() == 1);
+  CHECK(f.runs[0].count() == 4);
+  CHECK(f.drawn_nodes() == 2 + 4);  // x, mean, and one layer (w, matmul, tanh, dropout)
+  // The 6+6 Transformer (dropout 0.1) folds: forward, one block of six per stack is drawn;
+  // training, two: layers 0-4 (layer 0's input, the embeddings, needs its gradient too) and
+  // layer 5, whose output feeds only the final norm (no fan-out gradient sum).
+  const examples::ExampleModel& tf = *examples::find_example("tf");
+  const Folding ff = fold_repeats(tf.forward, dot_options().ops),
+                ft = fold_repeats(tf.training, dot_options().ops);
+  CHECK(ff.runs.size() == 2);
+  CHECK(ff.drawn_nodes() * 4 < tf.forward.size());
+  CHECK(ft.runs.size() == 2);
+  for (const RepeatRun& r : ft.runs) {
+    CHECK(r.first_index == 0);
+    CHECK(r.count() == 5);
+  }
+  CHECK(ft.drawn_nodes() * 5 < tf.training.size() * 2);
 }
 
 TEST_CASE("repeated blocks inside repeated blocks fold again", "[dot][collapse]") {

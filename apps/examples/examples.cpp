@@ -1,6 +1,6 @@
-// The example graphs: a multi-head self-attention block and Transformer-style encoders built
-// from the ops that exist today (matmul, masked softmax, view, transpose, gelu, mean, + - ×).
-// The real models (classifier, encoder-decoder, GPT) join the table in example_models().
+// The example graphs: a multi-head self-attention block and Transformer-style encoders written
+// out here from plain ops (matmul, masked softmax, view, transpose, gelu, mean, + - ×), and the
+// bundled models (models/) in their benchmark configurations.
 #include "examples.hpp"
 
 namespace stag::examples {
@@ -81,6 +81,14 @@ constexpr auto encoder2 = make_encoder<2>();
 constexpr auto encoder6 = make_encoder<6>();
 constexpr auto encoder12 = make_encoder<12>();
 
+// The bundled models with the benchmarks' configurations (bench/profile_models.cpp).
+constexpr ClassifierConfig kClassify{};  // vocab 8000, d 128, 4 heads, d_ff 512, 1 layer
+constexpr auto classify = model([](Builder& g) { return classifier<kClassify>(g); });
+constexpr TransformerConfig kTransformer{};  // 6 + 6 layers, d 512, 8 heads, d_ff 2048
+constexpr auto transformer6 = model([](Builder& g) { return transformer<kTransformer>(g); });
+constexpr LmConfig kGpt{};  // 4 layers, d 256, 8 query / 2 key-value heads, SwiGLU, RoPE
+constexpr auto gpt = model([](Builder& g) { return language_model<kGpt>(g); });
+
 }  // namespace
 
 std::span<const ExampleModel> example_models() {
@@ -91,6 +99,11 @@ std::span<const ExampleModel> example_models() {
                         "2-layer Transformer-style encoder (attention + gelu feed-forward)"),
       example<encoder6>("encoder6", "the same encoder with 6 layers"),
       example<encoder12>("encoder12", "the same encoder with 12 layers"),
+      example<classify>("classify",
+                        "the articles' text classifier (ClassifierConfig{}: 1 layer, d 128)"),
+      example<transformer6>("tf",
+                            "encoder-decoder Transformer (TransformerConfig{}: 6+6 layers, d 512)"),
+      example<gpt>("gpt", "decoder-only LM (LmConfig{}: 4 layers, d 256, GQA, RoPE, SwiGLU)"),
   };
   return models;
 }
