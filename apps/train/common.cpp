@@ -6,6 +6,8 @@
 
 #include <unistd.h>
 
+#include <stag/runtime/render.hpp>
+
 #include "common.hpp"
 
 namespace stag::train_app {
@@ -28,7 +30,8 @@ LrSchedule make_schedule(const RunOptions& o, std::int64_t total_steps, int d_mo
   if (o.schedule == "constant") return LrSchedule::constant(o.lr, o.warmup);
   if (o.schedule == "linear") return LrSchedule::linear(o.lr, o.warmup, total, o.min_lr);
   if (o.schedule == "cosine") return LrSchedule::cosine(o.lr, o.warmup, total, o.min_lr);
-  // inverse_sqrt: --lr scales "Attention Is All You Need"'s rate (peak lr / sqrt(d_model * warmup)).
+  // inverse_sqrt: --lr scales "Attention Is All You Need"'s rate (peak lr / sqrt(d_model *
+  // warmup)).
   return LrSchedule::inverse_sqrt(d_model, std::max<std::int64_t>(o.warmup, 1), o.lr);
 }
 
@@ -62,16 +65,19 @@ TrainerOptions trainer_options(const RunContext& ctx, std::int64_t total_steps, 
   return t;
 }
 
-nlohmann::json checkpoint_config(const std::string& path, const std::string& task, const std::string& preset) {
+nlohmann::json checkpoint_config(const std::string& path, const std::string& task,
+                                 const std::string& preset) {
   const CheckpointInfo info = read_checkpoint_info(path);
   nlohmann::json j = nlohmann::json::parse(info.config_json);
   if (j.value("format", "") != "stag-train/1")
-    throw Error("stag-train: " + path + " was not written by stag-train (its config has no \"format\": \"stag-train/1\")");
+    throw Error("stag-train: " + path +
+                " was not written by stag-train (its config has no \"format\": \"stag-train/1\")");
   if (j.value("task", "") != task)
-    throw Error("stag-train: " + path + " is a '" + j.value("task", "") + "' checkpoint, not '" + task + "'");
+    throw Error("stag-train: " + path + " is a '" + j.value("task", "") + "' checkpoint, not '" +
+                task + "'");
   if (j.value("preset", "") != preset)
-    throw Error("stag-train: " + path + " holds preset '" + j.value("preset", "") + "'; pass --model " +
-                j.value("preset", ""));
+    throw Error("stag-train: " + path + " holds preset '" + j.value("preset", "") +
+                "'; pass --model " + j.value("preset", ""));
   return j;
 }
 
@@ -90,13 +96,27 @@ void print_result(const std::string& name, const std::string& value) {
   std::fflush(stdout);
 }
 
-void write_run_files(const RunContext& ctx, const GraphView& model, const nlohmann::ordered_json& config) {
-  (void)model;  // for the pictures hook above
+void write_run_files(const RunContext& ctx, const GraphView& model,
+                     const nlohmann::ordered_json& config) {
   std::ofstream(ctx.opt.out + "/config.json") << config.dump(2) << "\n";
+  // The picture sits next to the checkpoint. It is a courtesy: a failure (Graphviz missing a
+  // plugin, a read-only folder) is reported and the run goes on.
+  const std::filesystem::path dir = std::filesystem::path(ctx.checkpoint).parent_path();
+  const std::string svg = (dir.empty() ? std::filesystem::path(".") : dir).string() + "/model.svg";
+  try {
+    draw_model_svg(model, svg, true,
+                   std::string("stag-train ") + task_name(ctx.task) + " " + ctx.opt.model);
+    std::fprintf(stderr, "stag-train %s: model graph drawn in %s\n", task_name(ctx.task),
+                 svg.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr,
+                 "stag-train %s: could not draw the model graph (%s); training is unaffected\n",
+                 task_name(ctx.task), e.what());
+  }
 }
 
-void print_model(const RunContext& ctx, const nlohmann::ordered_json& config, const GraphView& model,
-                 std::size_t tokenizer_vocab) {
+void print_model(const RunContext& ctx, const nlohmann::ordered_json& config,
+                 const GraphView& model, std::size_t tokenizer_vocab) {
   std::int64_t params = 0;
   for (int n = 0; n < model.size(); ++n)
     if (model.node(n).flags & kFlagParam) {
@@ -107,8 +127,9 @@ void print_model(const RunContext& ctx, const nlohmann::ordered_json& config, co
     }
   std::fprintf(stderr, "stag-train %s: preset %s %s\n", task_name(ctx.task), ctx.opt.model.c_str(),
                config.at("model").dump().c_str());
-  std::fprintf(stderr, "stag-train %s: %.2fM parameters, tokenizer %s with %zu ids, data %s\n", task_name(ctx.task),
-               static_cast<double>(params) / 1e6, ctx.opt.tokenizer.c_str(), tokenizer_vocab, ctx.opt.data.c_str());
+  std::fprintf(stderr, "stag-train %s: %.2fM parameters, tokenizer %s with %zu ids, data %s\n",
+               task_name(ctx.task), static_cast<double>(params) / 1e6, ctx.opt.tokenizer.c_str(),
+               tokenizer_vocab, ctx.opt.data.c_str());
 }
 
 void print_throughput(const Trainer& t, std::initializer_list<EvalStats> evals) {
@@ -124,7 +145,8 @@ void print_throughput(const Trainer& t, std::initializer_list<EvalStats> evals) 
   if (seconds > 0) print_result("eval_tokens_per_s", tokens / seconds);
 }
 
-double majority_accuracy(const std::vector<std::int32_t>& train, const std::vector<std::int32_t>& eval) {
+double majority_accuracy(const std::vector<std::int32_t>& train,
+                         const std::vector<std::int32_t>& eval) {
   std::map<std::int32_t, std::size_t> counts;
   for (std::int32_t l : train) ++counts[l];
   std::int32_t best = 0;
@@ -137,7 +159,8 @@ double majority_accuracy(const std::vector<std::int32_t>& train, const std::vect
 }
 
 std::vector<std::size_t> first_n(std::vector<std::size_t> rows, std::int64_t limit) {
-  if (limit > 0 && static_cast<std::size_t>(limit) < rows.size()) rows.resize(static_cast<std::size_t>(limit));
+  if (limit > 0 && static_cast<std::size_t>(limit) < rows.size())
+    rows.resize(static_cast<std::size_t>(limit));
   return rows;
 }
 
@@ -151,12 +174,14 @@ namespace stag::train_app {
 std::vector<std::pair<std::string, std::string>> list_presets(Task task) {
   switch (task) {
     case Task::classify:
-      return {{"pre", "the default: Pre-LN, dropout 0.3 " + to_json(kClassifyPre).dump()},
-              {"pre2", "two layers " + to_json(kClassifyPre2).dump()},
-              {"base", "the articles' classifier as configured there " + to_json(kClassifyBase).dump()},
-              {"small", "8 classes, for langid and zh " + to_json(kClassifySmall).dump()}};
+      return {
+          {"pre", "the default: Pre-LN, dropout 0.3 " + to_json(kClassifyPre).dump()},
+          {"pre2", "two layers " + to_json(kClassifyPre2).dump()},
+          {"base", "the articles' classifier as configured there " + to_json(kClassifyBase).dump()},
+          {"small", "8 classes, for langid and zh " + to_json(kClassifySmall).dump()}};
     case Task::lm:
-      return {{"small", "characters " + to_json(kLmSmall).dump()}, {"small-bpe", "BPE " + to_json(kLmSmallBpe).dump()}};
+      return {{"small", "characters " + to_json(kLmSmall).dump()},
+              {"small-bpe", "BPE " + to_json(kLmSmallBpe).dump()}};
     case Task::g2p:
       return {{"small", to_json(kG2pSmall).dump()}};
   }

@@ -27,7 +27,9 @@ struct RunContext {
 
 RunContext make_context(Task task, const RunOptions& opt);
 // <out>/best.safetensors: the weights of the best validation evaluation (--keep-best).
-inline std::string best_path(const RunContext& ctx) { return ctx.opt.out + "/best.safetensors"; }
+inline std::string best_path(const RunContext& ctx) {
+  return ctx.opt.out + "/best.safetensors";
+}
 
 // The JSON stored in checkpoints: {"task", "preset", "model": {config}, "run": {flags}, ...}.
 template <class Config>
@@ -48,7 +50,8 @@ TrainerOptions trainer_options(const RunContext& ctx, std::int64_t total_steps, 
                                const std::string& config_json);
 // The settings of a checkpoint's run: the saved tokenizer, model and (for --resume) flags must
 // match this run's; stag::Error naming the difference otherwise.
-nlohmann::json checkpoint_config(const std::string& path, const std::string& task, const std::string& preset);
+nlohmann::json checkpoint_config(const std::string& path, const std::string& task,
+                                 const std::string& preset);
 
 // Optimizer steps in `epochs` epochs of `batches_per_epoch` micro-batches (or --max-steps).
 std::int64_t planned_steps(const RunOptions& o, std::size_t batches_per_epoch);
@@ -60,18 +63,21 @@ void print_result(const std::string& name, const std::string& value);
 // The progress line's mode from --progress.
 ProgressOptions progress_options(const std::string& mode);
 
-// Runs after each final checkpoint: writes the run's side files. HOOK: pictures of the model
-// (e.g. <out>/model.svg from stag's Graphviz renderer) belong here, next to the checkpoint.
-void write_run_files(const RunContext& ctx, const GraphView& model, const nlohmann::ordered_json& config);
+// Runs after each final checkpoint: writes the run's side files: <out>/config.json and the
+// model's forward graph drawn (collapsed) as model.svg next to the checkpoint. A picture that
+// cannot be drawn is reported on stderr and never fails the run.
+void write_run_files(const RunContext& ctx, const GraphView& model,
+                     const nlohmann::ordered_json& config);
 
 // The model's preset, config and size on stderr, before training.
-void print_model(const RunContext& ctx, const nlohmann::ordered_json& config, const GraphView& model,
-                 std::size_t tokenizer_vocab);
+void print_model(const RunContext& ctx, const nlohmann::ordered_json& config,
+                 const GraphView& model, std::size_t tokenizer_vocab);
 // train_seconds, train_tokens_per_s (steps only: no data preparation or evaluation) and
 // eval_tokens_per_s.
 void print_throughput(const Trainer& t, std::initializer_list<EvalStats> evals);
 // The accuracy of always answering the training split's most frequent label.
-double majority_accuracy(const std::vector<std::int32_t>& train, const std::vector<std::int32_t>& eval);
+double majority_accuracy(const std::vector<std::int32_t>& train,
+                         const std::vector<std::int32_t>& eval);
 
 // Elements of `rows` first `limit` (0: all).
 std::vector<std::size_t> first_n(std::vector<std::size_t> rows, std::int64_t limit);

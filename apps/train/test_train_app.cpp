@@ -7,6 +7,7 @@
 
 #include <stag/models/data/batch.hpp>
 #include <stag/ops/random.hpp>
+#include <stag/runtime/trainer.hpp>
 
 #include "bow.hpp"
 #include "options.hpp"
@@ -21,7 +22,8 @@ using namespace stag::train_app;
 
 constexpr auto default_net = model([](Builder& g) { return classifier<kClassifyPre>(g); });
 
-TEST_CASE("the default classifier fits one batch: loss below 0.01 within 200 steps", "[train_app][overfit]") {
+TEST_CASE("the default classifier fits one batch: loss below 0.01 within 200 steps",
+          "[train_app][overfit]") {
   // 32 rows of random ids (lengths 5..40) with random labels: only memorising fits them.
   data::EncodedTexts d;
   for (std::uint64_t i = 0; i < 32; ++i) {
@@ -36,15 +38,20 @@ TEST_CASE("the default classifier fits one batch: loss below 0.01 within 200 ste
   for (std::size_t i = 0; i < 32; ++i) rows[i] = i;
   const Batch batch{data::make_class_batch(d, rows).inputs()};
   Trainer t(training_graphs<default_net, AdamW{.hparams_as_inputs = true}, false>(),
-            {.session = {.threads = 2, .seed = 1}, .lr = LrSchedule::constant(1e-3, 10), .progress = false});
-  double loss = 0;
+            {.session = {.threads = 2, .seed = 1},
+             .lr = LrSchedule::constant(1e-3, 10),
+             .progress = false});
+  double loss = 0, first = 0;
   int steps = 0;
   while (steps < 200) {
     loss = t.step(batch).loss;
+    if (steps == 0) first = loss;
     ++steps;
     if (loss < 0.01) break;
   }
-  INFO("loss " << loss << " after " << steps << " steps (dropout on)");
+  INFO("loss " << loss << " after " << steps << " steps (dropout on); first step " << first);
+  // It starts from chance (two classes: ln 2), so the fit is learnt, not initial.
+  CHECK(std::abs(first - std::log(2.0)) < 0.2);
   CHECK(loss < 0.01);
 }
 
@@ -56,9 +63,11 @@ TEST_CASE("bag-of-words words: lower case, apostrophes kept, CJK characters alon
 
 TEST_CASE("the bag-of-words baseline separates words that decide the label", "[train_app]") {
   // "good" means 1 and "bad" means 0, whatever else the text holds.
-  const std::vector<std::string> train = {"good film", "bad film", "good food", "bad food", "really good", "really bad"};
+  const std::vector<std::string> train = {"good film", "bad film",    "good food",
+                                          "bad food",  "really good", "really bad"};
   const std::vector<std::int32_t> labels = {1, 0, 1, 0, 1, 0};
-  const std::vector<std::string> val = {"good day", "bad day"}, test = {"bad film really", "food good"};
+  const std::vector<std::string> val = {"good day", "bad day"},
+                                 test = {"bad film really", "food good"};
   const BowResult r = bow_baseline(train, labels, val, {1, 0}, test, {0, 1}, 2);
   CHECK(r.features == 5);  // good, bad, film, food, really ("day" is not in training)
   CHECK(r.train_accuracy == 1.0);
@@ -68,7 +77,7 @@ TEST_CASE("the bag-of-words baseline separates words that decide the label", "[t
 
 TEST_CASE("edit distance and error rates", "[train_app]") {
   CHECK(edit_distance({1, 2, 3}, {1, 2, 3}) == 0);
-  CHECK(edit_distance({1, 2, 3}, {1, 3}) == 1);      // one deletion
+  CHECK(edit_distance({1, 2, 3}, {1, 3}) == 1);        // one deletion
   CHECK(edit_distance({1, 2, 3}, {4, 1, 2, 5}) == 2);  // an insertion and a substitution
   CHECK(edit_distance({}, {7, 8}) == 2);
   // Two words: one right (3 phonemes), one with 1 edit against 2 reference phonemes.
@@ -82,14 +91,16 @@ TEST_CASE("the unigram baseline's bits per character", "[train_app]") {
   // Eval "a" + end: p(a) = 2/7, p(end) = 2/7.
   CHECK(unigram_bits_per_char({"ab"}, {"a"}) == Approx(-std::log2(2.0 / 7.0)));
   // An unseen character gets 1 / (3 + 5) (the alphabet grows by 'c').
-  CHECK(unigram_bits_per_char({"ab"}, {"c"}) == Approx((-std::log2(1.0 / 8.0) - std::log2(2.0 / 8.0)) / 2));
+  CHECK(unigram_bits_per_char({"ab"}, {"c"}) ==
+        Approx((-std::log2(1.0 / 8.0) - std::log2(2.0 / 8.0)) / 2));
 }
 
 TEST_CASE("run options reflect into flags and JSON and back", "[train_app]") {
   RunOptions o = defaults_for(Task::classify);
   CLI::App app;
   add_flags(app, o, &help_for);
-  const char* argv[] = {"x", "--batch-size", "7", "--lr", "0.5", "--no-bucket", "--schedule", "linear"};
+  const char* argv[] = {"x",   "--batch-size", "7",          "--lr",
+                        "0.5", "--no-bucket",  "--schedule", "linear"};
   app.parse(8, const_cast<char**>(argv));
   CHECK(o.batch_size == 7);
   CHECK(o.lr == 0.5);
@@ -111,7 +122,8 @@ TEST_CASE("run options reflect into flags and JSON and back", "[train_app]") {
 TEST_CASE("bad flag values are refused with the flag's name", "[train_app]") {
   RunOptions o = defaults_for(Task::g2p);
   o.data = "sentiment";
-  CHECK_THROWS_WITH(validate(o, Task::g2p), Catch::Contains("--data: 'sentiment' is not one of cmudict"));
+  CHECK_THROWS_WITH(validate(o, Task::g2p),
+                    Catch::Contains("--data: 'sentiment' is not one of cmudict"));
   o = defaults_for(Task::classify);
   o.min_lr = 1.0;
   CHECK_THROWS_WITH(validate(o, Task::classify), Catch::Contains("--min-lr"));
