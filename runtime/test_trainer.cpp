@@ -253,6 +253,109 @@ TEST_CASE("a NaN loss stops training with the step's number and leaves the param
   CHECK(s.steps_done() == 2);
 }
 
+// The same regression on 4 features: its "lin.weight" is [1, 4] where regress has [1, 3].
+constexpr auto regress4 = model([](Builder& g) {
+  auto x = input<"x", Shape<dims::batch, 4>>(g);
+  auto y = input<"y", Shape<dims::batch, 1>>(g);
+  auto pred = linear<1>(g / "lin", x);
+  return mean<0, 1>((pred - y) * (pred - y));
+});
+
+NamedArrays copy_params(const Trainer& t) {
+  NamedArrays out;
+  for (const auto& [k, v] : t.params()) out.emplace(k, v.clone());
+  return out;
+}
+
+void require_unchanged(const Trainer& t, const NamedArrays& before) {
+  for (const auto& [k, v] : t.params()) {
+    INFO(k);
+    REQUIRE(std::memcmp(v.raw(), before.at(k).raw(), v.bytes()) == 0);
+  }
+}
+
+TEST_CASE(
+    "a checkpoint of another shape or a truncated one is an error naming the tensor; the "
+    "trainer keeps its weights",
+    "[trainer]") {
+  const th::TempDir dir("trainer_bad_ckpt");
+  const std::string path = dir / "three.safetensors";
+  Trainer three(training_graphs<regress, kOpt, false>(), options(1));
+  three.step(regress_batch(0.5f));
+  three.save(path);
+
+  Trainer four(training_graphs<regress4, kOpt, false>(), options(1));
+  const NamedArrays before = copy_params(four);
+  // Parameters and their AdamW moments share the shape; whichever is checked first is named.
+  const std::string shape_error = th::error_of([&] { four.resume(path); });
+  CHECK_THAT(shape_error, Catch::Contains("tensor 'lin.weight") &&
+                              Catch::Contains("has shape [1, 3], the model expects [1, 4]"));
+  CHECK_THAT(th::error_of([&] { four.load_weights(path); }),
+             Catch::Contains("has shape [1, 3], the model expects [1, 4]"));
+  require_unchanged(four, before);
+  CHECK(four.steps_done() == 0);
+
+  // The file cut in the middle of its data section.
+  std::vector<std::uint8_t> bytes = th::read_bytes(path);
+  bytes.resize(bytes.size() - 10);
+  const std::string cut = dir / "cut.safetensors";
+  th::write_bytes(cut, bytes);
+  Trainer again(training_graphs<regress, kOpt, false>(), options(1));
+  const NamedArrays fresh = copy_params(again);
+  const std::string trunc_error = th::error_of([&] { again.resume(cut); });
+  CHECK_THAT(trunc_error, Catch::Contains(cut) && Catch::Contains("tensor '") &&
+                              Catch::Contains("is the file truncated?"));
+  require_unchanged(again, fresh);
+  // The intact file still loads into the right model.
+  again.resume(path);
+  CHECK(again.steps_done() == 1);
+}
+
+TEST_CASE(
+    "a token id outside the vocabulary or a label outside the classes is an error, and "
+    "training goes on after it",
+    "[trainer]") {
+  const data::EncodedTexts d = make_rows(8, 21);
+  Trainer t(training_graphs<drop_net, kOpt, false>(), options(3));
+  t.step(batch_of(d, {0, 1, 2, 3}));
+  const NamedArrays before = copy_params(t);
+
+  data::EncodedTexts bad_id = d;
+  bad_id.ids[2][1] = 20;  // the vocabulary is 0..19
+  const std::string id_error = th::error_of([&] { t.step(batch_of(bad_id, {0, 1, 2, 3})); });
+  CHECK_THAT(id_error, Catch::Contains("embedding") &&
+                           Catch::Contains("token id 20 at [2, 1] is outside [0, 20)"));
+  data::EncodedTexts bad_label = d;
+  bad_label.labels[3] = 3;  // three classes: 0..2
+  const std::string label_error = th::error_of([&] { t.step(batch_of(bad_label, {0, 1, 2, 3})); });
+  CHECK_THAT(label_error, Catch::Contains("label 3") && Catch::Contains("outside [0, 3)"));
+  CHECK_THAT(th::error_of([&] { t.evaluate(std::vector<Batch>{batch_of(bad_id, {2})}); }),
+             Catch::Contains("token id 20 at [0, 1] is outside [0, 20)"));
+  require_unchanged(t, before);
+  CHECK(t.steps_done() == 1);
+  // Nothing was half-applied: the next good step is the one an undisturbed trainer takes.
+  Trainer ref(training_graphs<drop_net, kOpt, false>(), options(3));
+  ref.step(batch_of(d, {0, 1, 2, 3}));
+  const double a = t.step(batch_of(d, {4, 5, 6, 7})).loss;
+  const double b = ref.step(batch_of(d, {4, 5, 6, 7})).loss;
+  CHECK(std::memcmp(&a, &b, sizeof a) == 0);
+}
+
+TEST_CASE("fit: max_steps with unbounded epochs stops there; an empty data source is an error",
+          "[trainer]") {
+  const data::EncodedTexts d = make_rows(12, 5);
+  Trainer t(training_graphs<drop_net, kOpt, false>(), options(2));
+  // 12 rows in batches of 4: 3 steps per epoch, so 7 steps end one step into the third epoch.
+  t.fit(source_of(d, 4, 2), {.epochs = std::int64_t{1} << 40, .max_steps = 7});
+  CHECK(t.steps_done() == 7);
+  CHECK(t.epoch() == 2);
+  CHECK(t.batch_in_epoch() == 1);
+  const data::EncodedTexts none;
+  Trainer e(training_graphs<drop_net, kOpt, false>(), options(2));
+  CHECK_THROWS_WITH(e.fit(source_of(none, 4, 2), {.epochs = 3}),
+                    Catch::Contains("epoch 0 has no batches"));
+}
+
 TEST_CASE("optimizer settings compiled into the graph cannot be overridden silently", "[trainer]") {
   TrainerOptions o = options(1);
   o.optimizer = OptimizerSettings{.weight_decay = 0.5};

@@ -1,5 +1,6 @@
 // Trainer::fit (epochs of micro-batches, evaluations, checkpoints, progress) and the checkpoint
 // round trip that makes a resumed run take exactly the steps of an uninterrupted one.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -63,7 +64,8 @@ CheckpointInfo Trainer::resume(const std::string& path) {
   skipped_ = extra_int(info.state, "skipped_steps", path);
   best_step_ = extra_int(info.state, "best_step", path);
   const auto best = info.state.extra.find("best_value");
-  best_value_ = best == info.state.extra.end() ? std::nan("") : std::strtod(best->second.c_str(), nullptr);
+  best_value_ =
+      best == info.state.extra.end() ? std::nan("") : std::strtod(best->second.c_str(), nullptr);
   if (!opts_.metrics_path.empty()) {
     // Lines logged after the checkpoint belong to abandoned steps: drop them, then append.
     log_.reset();
@@ -82,10 +84,20 @@ void Trainer::fit(const DataSource& data, const FitOptions& o) {
   if (!data.num_batches || !data.batch)
     throw Error("stag::Trainer::fit: the data source is incomplete");
   const auto k = static_cast<std::size_t>(o.accumulation);
+  // The steps of the whole run (for the progress line's ETA): the epochs' steps, or max_steps
+  // when that comes first. NOTE: with max_steps, epochs may be "unbounded" (2^40): stop counting
+  // as soon as max_steps is reached.
   std::int64_t total = 0;
-  for (std::int64_t e = 0; e < o.epochs; ++e)
-    total += static_cast<std::int64_t>((data.num_batches(e) + k - 1) / k);
-  if (o.max_steps > 0) total = o.max_steps;
+  auto batches_of = [&](std::int64_t e) {
+    const std::size_t nb = data.num_batches(e);
+    if (nb == 0)
+      throw Error("stag::Trainer::fit: epoch " + std::to_string(e) +
+                  " has no batches (is the training split empty, or smaller than a batch?)");
+    return nb;
+  };
+  for (std::int64_t e = 0; e < o.epochs && (o.max_steps == 0 || total < o.max_steps); ++e)
+    total += static_cast<std::int64_t>((batches_of(e) + k - 1) / k);
+  if (o.max_steps > 0) total = std::min(total, o.max_steps);
   ProgressOptions po = opts_.progress_options;
   po.total_steps = total;
   if (!opts_.progress) po.out = nullptr;
@@ -119,7 +131,7 @@ void Trainer::fit(const DataSource& data, const FitOptions& o) {
   bool stop = false;
   std::vector<Batch> micro;
   while (!stop && epoch_ < o.epochs && (o.max_steps == 0 || step_ < o.max_steps)) {
-    const std::size_t nb = data.num_batches(epoch_);
+    const std::size_t nb = batches_of(epoch_);
     while (next_batch_ < nb) {
       if (o.max_steps > 0 && step_ >= o.max_steps) break;
       micro.clear();
@@ -143,7 +155,6 @@ void Trainer::fit(const DataSource& data, const FitOptions& o) {
       }
       if (epoch_end) break;
     }
-    if (nb == 0) ++epoch_;  // an empty epoch: nothing to do
   }
   progress.finish();
   if (!stop) {

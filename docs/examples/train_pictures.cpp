@@ -26,7 +26,7 @@ constexpr ClassifierConfig kConfig{.vocab = 16,
                                    .classes = 2,
                                    .dropout = 0.0};
 constexpr auto net = model([](Builder& g) { return classifier<kConfig>(g); });
-constexpr auto step = train<net, AdamW{.weight_decay = 0.01, .clip_norm = 1.0}>();
+constexpr auto step = train_step<net, AdamW{.weight_decay = 0.01, .clip_norm = 1.0}>();
 
 const std::vector<std::string> kWords = {"<pad>",  "the", "a",     "movie", "film",  "plot",
                                          "acting", "was", "is",    "very",  "quite", "good",
