@@ -33,16 +33,18 @@ struct Model {
   }
 };
 
-double accuracy(const Model& m, const std::vector<Doc>& docs, const std::vector<std::int32_t>& labels) {
+double accuracy(const Model& m, const std::vector<Doc>& docs,
+                const std::vector<std::int32_t>& labels) {
   if (docs.empty()) return std::nan("");
   double right = 0;
   for (std::size_t i = 0; i < docs.size(); ++i) right += m.predict(docs[i]) == labels[i];
   return right / static_cast<double>(docs.size());
 }
 
-Model fit(const std::vector<Doc>& docs, const std::vector<std::int32_t>& labels, int classes, std::size_t features,
-          double l2, const BowOptions& o) {
-  Model m{classes, features, std::vector<double>(features * classes, 0.0), std::vector<double>(classes, 0.0)};
+Model fit(const std::vector<Doc>& docs, const std::vector<std::int32_t>& labels, int classes,
+          std::size_t features, double l2, const BowOptions& o) {
+  Model m{classes, features, std::vector<double>(features * classes, 0.0),
+          std::vector<double>(classes, 0.0)};
   const std::size_t nw = m.w.size(), np = nw + m.b.size();
   std::vector<double> grad(np), mom(np, 0.0), vel(np, 0.0), z(static_cast<std::size_t>(classes));
   const double n = static_cast<double>(docs.size()), b1 = 0.9, b2 = 0.999;
@@ -99,10 +101,13 @@ std::vector<std::string> bow_words(std::string_view text) {
   return words;
 }
 
-BowResult bow_baseline(const std::vector<std::string>& train_texts, const std::vector<std::int32_t>& train_labels,
-                       const std::vector<std::string>& val_texts, const std::vector<std::int32_t>& val_labels,
-                       const std::vector<std::string>& test_texts, const std::vector<std::int32_t>& test_labels,
-                       int classes, const BowOptions& o) {
+BowResult bow_baseline(const std::vector<std::string>& train_texts,
+                       const std::vector<std::int32_t>& train_labels,
+                       const std::vector<std::string>& val_texts,
+                       const std::vector<std::int32_t>& val_labels,
+                       const std::vector<std::string>& test_texts,
+                       const std::vector<std::int32_t>& test_labels, int classes,
+                       const BowOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   std::unordered_map<std::string, std::size_t> counts;
   for (const std::string& t : train_texts)
@@ -113,7 +118,8 @@ BowResult bow_baseline(const std::vector<std::string>& train_texts, const std::v
     if (c >= o.min_count) vocab.push_back(w);
   std::sort(vocab.begin(), vocab.end());
   std::unordered_map<std::string, std::int32_t> ids;
-  for (std::size_t i = 0; i < vocab.size(); ++i) ids.emplace(vocab[i], static_cast<std::int32_t>(i));
+  for (std::size_t i = 0; i < vocab.size(); ++i)
+    ids.emplace(vocab[i], static_cast<std::int32_t>(i));
   auto encode = [&](const std::vector<std::string>& texts) {
     std::vector<Doc> docs;
     for (const std::string& t : texts) {
@@ -133,8 +139,8 @@ BowResult bow_baseline(const std::vector<std::string>& train_texts, const std::v
     const Model m = fit(tr, train_labels, classes, vocab.size(), l2, o);
     const double v = accuracy(m, va, val_labels);
     if (o.verbose)
-      std::fprintf(stderr, "baseline: L2 %g: train %.4f  val %.4f  test %.4f\n", l2, accuracy(m, tr, train_labels), v,
-                   accuracy(m, te, test_labels));
+      std::fprintf(stderr, "baseline: L2 %g: train %.4f  val %.4f  test %.4f\n", l2,
+                   accuracy(m, tr, train_labels), v, accuracy(m, te, test_labels));
     if (v > best.val_accuracy) {
       best = {l2, accuracy(m, tr, train_labels), v, accuracy(m, te, test_labels), vocab.size(), 0};
     }

@@ -31,9 +31,12 @@ struct BowOptions {
   std::size_t min_count = 1;  // words seen fewer times in training are dropped
 };
 
-BowResult bow_baseline(const std::vector<std::string>& train_texts, const std::vector<std::int32_t>& train_labels,
-                       const std::vector<std::string>& val_texts, const std::vector<std::int32_t>& val_labels,
-                       const std::vector<std::string>& test_texts, const std::vector<std::int32_t>& test_labels,
-                       int classes, const BowOptions& options = {});
+BowResult bow_baseline(const std::vector<std::string>& train_texts,
+                       const std::vector<std::int32_t>& train_labels,
+                       const std::vector<std::string>& val_texts,
+                       const std::vector<std::int32_t>& val_labels,
+                       const std::vector<std::string>& test_texts,
+                       const std::vector<std::int32_t>& test_labels, int classes,
+                       const BowOptions& options = {});
 
 }  // namespace stag::train_app

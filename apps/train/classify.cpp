@@ -43,12 +43,13 @@ std::vector<std::string> texts_of(const data::TextDataset& d) {
 }
 
 // Evaluation batches: rows in order of length (less padding), `size` per batch.
-std::vector<Batch> eval_batches(const data::EncodedTexts& d, std::size_t size, const data::PadOptions& pad,
-                                std::int64_t limit) {
+std::vector<Batch> eval_batches(const data::EncodedTexts& d, std::size_t size,
+                                const data::PadOptions& pad, std::int64_t limit) {
   std::vector<std::size_t> rows(d.ids.size());
   for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = i;
   rows = first_n(rows, limit);
-  std::stable_sort(rows.begin(), rows.end(), [&](std::size_t a, std::size_t b) { return d.ids[a].size() < d.ids[b].size(); });
+  std::stable_sort(rows.begin(), rows.end(),
+                   [&](std::size_t a, std::size_t b) { return d.ids[a].size() < d.ids[b].size(); });
   std::vector<Batch> out;
   for (std::size_t k = 0; k < rows.size(); k += size) {
     const std::span<const std::size_t> part(rows.data() + k, std::min(size, rows.size() - k));
@@ -63,14 +64,16 @@ std::vector<Batch> eval_batches(const data::EncodedTexts& d, std::size_t size, c
 // Word dropout: each token of the batch's texts is left out with probability p, drawn from
 // (seed, epoch, row, position), so a resumed run drops the same ones; a text keeps at least one.
 data::ClassBatch drop_tokens(const data::EncodedTexts& d, const std::vector<std::size_t>& rows,
-                             const data::PadOptions& pad, double p, std::uint64_t seed, std::int64_t epoch) {
+                             const data::PadOptions& pad, double p, std::uint64_t seed,
+                             std::int64_t epoch) {
   data::EncodedTexts part;
   std::vector<std::size_t> local;
   for (std::size_t r : rows) {
     std::vector<std::int32_t> kept;
     const std::vector<std::int32_t>& ids = d.ids[r];
     for (std::size_t k = 0; k < ids.size(); ++k)
-      if (random::uniform(seed ^ 0x746f6b656e64726fULL, static_cast<std::uint64_t>(epoch), r, k) >= p)
+      if (random::uniform(seed ^ 0x746f6b656e64726fULL, static_cast<std::uint64_t>(epoch), r, k) >=
+          p)
         kept.push_back(ids[k]);
     if (kept.empty() && !ids.empty()) kept.push_back(ids[0]);
     local.push_back(part.ids.size());
@@ -85,7 +88,8 @@ void export_split(nlohmann::json& j, const char* name, const data::EncodedTexts&
 }
 
 // The logits of the first 16 validation texts (one batch, in order) with their inputs.
-void dump_logits(Trainer& t, const data::EncodedTexts& val, const data::PadOptions& pad, const std::string& path) {
+void dump_logits(Trainer& t, const data::EncodedTexts& val, const data::PadOptions& pad,
+                 const std::string& path) {
   std::vector<std::size_t> rows;
   for (std::size_t i = 0; i < 16 && i < val.ids.size(); ++i) rows.push_back(i);
   const data::ClassBatch b = data::make_class_batch(val, rows, pad);
@@ -119,12 +123,14 @@ struct Classify {
     const RunOptions& o = ctx.opt;
     const data::TextDataset all = load_texts(o.data, o.data == "langid" ? o.limit : 0);
     if (all.num_classes() > static_cast<std::size_t>(C.classes))
-      throw Error("stag-train classify: --data " + o.data + " has " + std::to_string(all.num_classes()) +
-                  " classes, preset '" + o.model + "' has " + std::to_string(C.classes) + "; use --model small (8)");
+      throw Error("stag-train classify: --data " + o.data + " has " +
+                  std::to_string(all.num_classes()) + " classes, preset '" + o.model + "' has " +
+                  std::to_string(C.classes) + "; use --model small (8)");
     // The split never depends on --seed: seeds vary initialisation, dropout and batch order.
     data::TextSplits split = data::split_dataset(all, {.seed = 0});
     if (o.limit > 0 && o.data != "langid")
-      split.train.examples.resize(std::min(split.train.examples.size(), static_cast<std::size_t>(o.limit)));
+      split.train.examples.resize(
+          std::min(split.train.examples.size(), static_cast<std::size_t>(o.limit)));
     if (o.lowercase)
       for (data::TextDataset* part : {&split.train, &split.val, &split.test})
         for (data::TextExample& e : part->examples) e.text = normalize_text(e.text);
@@ -132,7 +138,8 @@ struct Classify {
     nlohmann::ordered_json config = run_config(ctx, C);
     std::optional<TextTokenizer> tok;
     if (!ctx.resume.empty()) {
-      tok = TextTokenizer::from_json(checkpoint_config(ctx.resume, "classify", o.model).at("tokenizer"));
+      tok = TextTokenizer::from_json(
+          checkpoint_config(ctx.resume, "classify", o.model).at("tokenizer"));
     } else {
       const std::vector<std::string> texts = texts_of(split.train);
       tok = TextTokenizer::learn(o.tokenizer, texts, static_cast<std::size_t>(C.vocab),
@@ -140,7 +147,8 @@ struct Classify {
     }
     config["tokenizer"] = tok->to_json();
     config["labels"] = all.label_names;
-    const data::EncodedTexts train = data::encode_texts(*tok, split.train), val = data::encode_texts(*tok, split.val),
+    const data::EncodedTexts train = data::encode_texts(*tok, split.train),
+                             val = data::encode_texts(*tok, split.val),
                              test = data::encode_texts(*tok, split.test);
     const data::PadOptions pad{.max_len = std::min<std::int64_t>(o.max_len, C.max_len)};
 
@@ -154,27 +162,34 @@ struct Classify {
 
     // Training batches: a seeded plan per epoch (bucketed by length), built once per epoch.
     const std::vector<std::size_t> lengths = train.lengths();
-    const data::BatchPlanOptions plan{.batch_size = static_cast<std::size_t>(o.batch_size), .bucket = o.bucket, .seed = o.seed};
-    auto cache = std::make_shared<std::pair<std::int64_t, std::vector<std::vector<std::size_t>>>>(-1, std::vector<std::vector<std::size_t>>{});
+    const data::BatchPlanOptions plan{
+        .batch_size = static_cast<std::size_t>(o.batch_size), .bucket = o.bucket, .seed = o.seed};
+    auto cache = std::make_shared<std::pair<std::int64_t, std::vector<std::vector<std::size_t>>>>(
+        -1, std::vector<std::vector<std::size_t>>{});
     auto plan_of = [=](std::int64_t e) -> const std::vector<std::vector<std::size_t>>& {
-      if (cache->first != e) *cache = {e, data::plan_batches(lengths, plan, static_cast<std::uint64_t>(e))};
+      if (cache->first != e)
+        *cache = {e, data::plan_batches(lengths, plan, static_cast<std::uint64_t>(e))};
       return cache->second;
     };
     const DataSource source{[=](std::int64_t e) { return plan_of(e).size(); },
                             [=, &train](std::int64_t e, std::size_t i) {
                               const std::vector<std::size_t>& rows = plan_of(e)[i];
-                              data::ClassBatch b = o.token_dropout > 0
-                                                       ? drop_tokens(train, rows, pad, o.token_dropout, o.seed, e)
-                                                       : data::make_class_batch(train, rows, pad);
+                              data::ClassBatch b =
+                                  o.token_dropout > 0
+                                      ? drop_tokens(train, rows, pad, o.token_dropout, o.seed, e)
+                                      : data::make_class_batch(train, rows, pad);
                               double tokens = 0;
-                              for (std::int64_t k = 0; k < b.keep.numel(); ++k) tokens += b.keep.at(k);
+                              for (std::int64_t k = 0; k < b.keep.numel(); ++k)
+                                tokens += b.keep.at(k);
                               return Batch{b.inputs(), 0, tokens};
                             }};
     const std::int64_t total = planned_steps(o, plan_of(0).size());
-    Trainer trainer(training_graphs<net, kOptimizer>(), trainer_options(ctx, total, C.d_model, config.dump()));
+    Trainer trainer(training_graphs<net, kOptimizer>(),
+                    trainer_options(ctx, total, C.d_model, config.dump()));
     print_model(ctx, config, net, tok->vocab_size());
 
-    const std::vector<Batch> val_b = eval_batches(val, 128, pad, 0), test_b = eval_batches(test, 128, pad, 0);
+    const std::vector<Batch> val_b = eval_batches(val, 128, pad, o.test_limit),
+                             test_b = eval_batches(test, 128, pad, o.test_limit);
     const std::vector<Batch> val_quick = eval_batches(val, 128, pad, o.eval_limit);
     if (o.eval_only) {
       trainer.load_weights(ctx.resume);
@@ -202,9 +217,9 @@ struct Classify {
     }
     const EvalStats vs = trainer.evaluate(val_b), ts = trainer.evaluate(test_b);
     if (!o.dump_logits.empty()) dump_logits(trainer, val, pad, o.dump_logits);
-    const BowResult bow = bow_baseline(texts_of(split.train), train.labels, texts_of(split.val), val.labels,
-                                       texts_of(split.test), test.labels, static_cast<int>(all.num_classes()),
-                                       {.verbose = true});
+    const BowResult bow = bow_baseline(texts_of(split.train), train.labels, texts_of(split.val),
+                                       val.labels, texts_of(split.test), test.labels,
+                                       static_cast<int>(all.num_classes()), {.verbose = true});
     print_result("val_accuracy", vs.accuracy);
     print_result("test_accuracy", ts.accuracy);
     print_result("baseline_accuracy", bow.val_accuracy);
@@ -214,7 +229,9 @@ struct Classify {
     print_result("majority_accuracy", majority_accuracy(train.labels, val.labels));
     print_result("steps", static_cast<double>(trainer.steps_done()));
     print_throughput(trainer, {vs, ts});
-    print_result("checkpoint", o.eval_only ? ctx.resume : o.keep_best && trainer.best_step() > 0 ? best_path(ctx) : ctx.checkpoint);
+    print_result("checkpoint", o.eval_only                              ? ctx.resume
+                               : o.keep_best && trainer.best_step() > 0 ? best_path(ctx)
+                                                                        : ctx.checkpoint);
     return 0;
   }
 };

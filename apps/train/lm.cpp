@@ -22,14 +22,15 @@ struct LmEval {
   double chars = 0;  // characters the evaluated targets stand for
 };
 
-Batch lm_batch(const std::vector<std::int32_t>& stream, std::span<const std::size_t> starts, std::size_t seq) {
+Batch lm_batch(const std::vector<std::int32_t>& stream, std::span<const std::size_t> starts,
+               std::size_t seq) {
   data::LmBatch b = data::make_lm_batch(stream, starts, seq);
   return Batch{{{"ids", b.ids}, {"targets", b.targets}}, 0, static_cast<double>(b.ids.numel())};
 }
 
 // Every whole window of the stream in order, `batch` per batch (at most `limit` windows).
-LmEval eval_windows(const std::vector<std::int32_t>& stream, std::size_t seq, std::size_t batch, std::int64_t limit,
-                    const TextTokenizer& tok) {
+LmEval eval_windows(const std::vector<std::int32_t>& stream, std::size_t seq, std::size_t batch,
+                    std::int64_t limit, const TextTokenizer& tok) {
   LmEval e;
   std::size_t windows = stream.size() > seq ? (stream.size() - 1) / seq : 0;
   if (limit > 0) windows = std::min(windows, static_cast<std::size_t>(limit));
@@ -49,35 +50,46 @@ struct Lm {
 
   static int run(RunContext& ctx) {
     const RunOptions& o = ctx.opt;
-    const data::Corpus corpus = o.data == "fortunes" ? data::load_fortunes_corpus() : data::load_python_doc_corpus();
+    const data::Corpus corpus =
+        o.data == "fortunes" ? data::load_fortunes_corpus() : data::load_python_doc_corpus();
     data::CorpusSplits split = data::split_dataset(corpus, {.seed = 0});
     if (o.limit > 0)
-      split.train.documents.resize(std::min(split.train.documents.size(), static_cast<std::size_t>(o.limit)));
+      split.train.documents.resize(
+          std::min(split.train.documents.size(), static_cast<std::size_t>(o.limit)));
 
     nlohmann::ordered_json config = run_config(ctx, C);
     const TextTokenizer tok =
         !ctx.resume.empty()
             ? TextTokenizer::from_json(checkpoint_config(ctx.resume, "lm", o.model).at("tokenizer"))
-            : TextTokenizer::learn(o.tokenizer, split.train.documents, static_cast<std::size_t>(C.vocab),
+            : TextTokenizer::learn(o.tokenizer, split.train.documents,
+                                   static_cast<std::size_t>(C.vocab),
                                    static_cast<std::size_t>(o.bpe_vocab));
     if (tok.vocab_size() > static_cast<std::size_t>(C.vocab))
-      throw Error("stag-train lm: the tokenizer has " + std::to_string(tok.vocab_size()) + " ids, preset '" + o.model +
-                  "' only " + std::to_string(C.vocab));
+      throw Error("stag-train lm: the tokenizer has " + std::to_string(tok.vocab_size()) +
+                  " ids, preset '" + o.model + "' only " + std::to_string(C.vocab));
     config["tokenizer"] = tok.to_json();
-    const auto train = std::make_shared<const std::vector<std::int32_t>>(data::encode_corpus(tok, split.train));
-    const std::vector<std::int32_t> val = data::encode_corpus(tok, split.val), test = data::encode_corpus(tok, split.test);
-    const auto seq = static_cast<std::size_t>(o.max_len), bs = static_cast<std::size_t>(o.batch_size);
+    const auto train =
+        std::make_shared<const std::vector<std::int32_t>>(data::encode_corpus(tok, split.train));
+    const std::vector<std::int32_t> val = data::encode_corpus(tok, split.val),
+                                    test = data::encode_corpus(tok, split.test);
+    const auto seq = static_cast<std::size_t>(o.max_len),
+               bs = static_cast<std::size_t>(o.batch_size);
 
     const auto seed = o.seed;
     const DataSource source{
-        [=](std::int64_t e) { return data::plan_lm_windows(train->size(), seq, bs, seed, static_cast<std::uint64_t>(e)).size(); },
+        [=](std::int64_t e) {
+          return data::plan_lm_windows(train->size(), seq, bs, seed, static_cast<std::uint64_t>(e))
+              .size();
+        },
         [=](std::int64_t e, std::size_t i) {
           // NOTE: the plan is cheap (a shuffle of window starts) and is rebuilt per batch.
-          const auto plan = data::plan_lm_windows(train->size(), seq, bs, seed, static_cast<std::uint64_t>(e));
+          const auto plan =
+              data::plan_lm_windows(train->size(), seq, bs, seed, static_cast<std::uint64_t>(e));
           return lm_batch(*train, plan[i], seq);
         }};
     const std::int64_t total = planned_steps(o, source.num_batches(0));
-    Trainer trainer(training_graphs<net, kOptimizer>(), trainer_options(ctx, total, C.d_model, config.dump()));
+    Trainer trainer(training_graphs<net, kOptimizer>(),
+                    trainer_options(ctx, total, C.d_model, config.dump()));
     print_model(ctx, config, net, tok.vocab_size());
 
     const LmEval quick = eval_windows(val, seq, bs, o.eval_limit, tok);
@@ -107,8 +119,10 @@ struct Lm {
         print_result("best_step", static_cast<double>(trainer.best_step()));
       }
     }
-    const LmEval full_val = eval_windows(val, seq, bs, 0, tok), full_test = eval_windows(test, seq, bs, 0, tok);
-    const EvalStats vs = trainer.evaluate(full_val.batches), ts = trainer.evaluate(full_test.batches);
+    const LmEval full_val = eval_windows(val, seq, bs, o.test_limit, tok),
+                 full_test = eval_windows(test, seq, bs, o.test_limit, tok);
+    const EvalStats vs = trainer.evaluate(full_val.batches),
+                    ts = trainer.evaluate(full_test.batches);
     print_result("val_bpc", vs.bits_per_char(full_val.chars));
     print_result("test_bpc", ts.bits_per_char(full_test.chars));
     print_result("unigram_bpc", unigram_bits_per_char(split.train.documents, split.test.documents));
@@ -118,7 +132,7 @@ struct Lm {
     print_result("chars_per_token", full_test.chars / ts.count);
     print_result("steps", static_cast<double>(trainer.steps_done()));
     print_throughput(trainer, {vs, ts});
-    print_result("checkpoint", o.eval_only                                  ? ctx.resume
+    print_result("checkpoint", o.eval_only                              ? ctx.resume
                                : o.keep_best && trainer.best_step() > 0 ? best_path(ctx)
                                                                         : ctx.checkpoint);
     return 0;
@@ -130,7 +144,9 @@ struct Lm {
 int run_lm(RunContext& ctx) {
   if (ctx.opt.model == "small") {
     if (ctx.opt.tokenizer != "char" && ctx.opt.resume.empty())
-      throw Error("stag-train lm: preset 'small' has a 256-id vocabulary for characters; use --model small-bpe for --tokenizer bpe");
+      throw Error(
+          "stag-train lm: preset 'small' has a 256-id vocabulary for characters; use --model "
+          "small-bpe for --tokenizer bpe");
     return Lm<kLmSmall>::run(ctx);
   }
   if (ctx.opt.model == "small-bpe") return Lm<kLmSmallBpe>::run(ctx);

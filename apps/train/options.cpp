@@ -10,9 +10,12 @@ namespace stag::train_app {
 
 const char* task_name(Task t) {
   switch (t) {
-    case Task::classify: return "classify";
-    case Task::lm: return "lm";
-    case Task::g2p: return "g2p";
+    case Task::classify:
+      return "classify";
+    case Task::lm:
+      return "lm";
+    case Task::g2p:
+      return "g2p";
   }
   return "?";
 }
@@ -38,6 +41,7 @@ RunOptions defaults_for(Task task) {
   o.token_dropout = 0;
   o.eval_every = 0;
   o.eval_limit = 0;
+  o.test_limit = 0;
   o.checkpoint_every = 0;
   o.keep_best = task == Task::classify;
   o.eval_only = false;
@@ -87,15 +91,21 @@ RunOptions defaults_for(Task task) {
 
 const char* help_for(const std::string& field) {
   static const std::map<std::string, const char*> help = {
-      {"data", "Data set: classify: sentiment, spam, langid, zh; lm: fortunes, pydoc; g2p: cmudict"},
+      {"data",
+       "Data set: classify: sentiment, spam, langid, zh; lm: fortunes, pydoc; g2p: cmudict"},
       {"model", "Compiled model preset (dims are compile-time in stag; --list-models shows them)"},
-      {"tokenizer", "char (one id per character), bpe (byte-level BPE learnt on the training split) or, for classify, word (lower-cased words, as the baseline sees them)"},
+      {"tokenizer",
+       "char (one id per character), bpe (byte-level BPE learnt on the training split) or, for "
+       "classify, word (lower-cased words, as the baseline sees them)"},
       {"bpe_vocab", "BPE vocabulary size (ids), at most the preset's vocab"},
-      {"lowercase", "classify: lower-case ASCII letters and start every text with a space before tokenising (a word is then one token wherever it stands)"},
+      {"lowercase",
+       "classify: lower-case ASCII letters and start every text with a space before tokenising (a "
+       "word is then one token wherever it stands)"},
       {"max_len", "Tokens per example (longer ones are cut); the LM's window length"},
       {"limit", "Use only the first N training examples (0: all): smoke tests"},
       {"epochs", "Passes over the training split"},
-      {"max_steps", "Train for this many optimizer steps, however many epochs that takes (0: --epochs decides)"},
+      {"max_steps",
+       "Train for this many optimizer steps, however many epochs that takes (0: --epochs decides)"},
       {"batch_size", "Examples (LM: windows) per micro-batch"},
       {"accumulation", "Micro-batches per optimizer step (gradient accumulation)"},
       {"lr", "Peak learning rate"},
@@ -110,19 +120,32 @@ const char* help_for(const std::string& field) {
       {"seed", "Seed of initialisation, dropout, splits' shuffles and batch order"},
       {"threads", "CPU threads (0: all cores)"},
       {"bucket", "Batch examples of similar length together (less padding)"},
-      {"token_dropout", "classify: leave each training token out with this probability, anew each epoch (word dropout, as in deep averaging networks); never the last one of a text"},
+      {"token_dropout",
+       "classify: leave each training token out with this probability, anew each epoch (word "
+       "dropout, as in deep averaging networks); never the last one of a text"},
       {"eval_every", "Evaluate on the validation split every N steps (0: every epoch)"},
-      {"eval_limit", "Evaluate on at most N examples (LM: windows) per split during training (0: all)"},
+      {"eval_limit",
+       "Evaluate on at most N examples (LM: windows) per split during training (0: all)"},
+      {"test_limit",
+       "Final evaluation on at most N examples (LM: windows) of the validation and test splits (0: "
+       "all, as reported in docs/training.md): smoke tests"},
       {"checkpoint_every", "Save a checkpoint every N steps (0: only at the end)"},
       {"out", "The run's folder: checkpoint, metrics, tokenizer"},
-      {"keep_best", "Keep the weights of the best validation evaluation in <out>/best.safetensors and report the final metrics with them (early stopping)"},
+      {"keep_best",
+       "Keep the weights of the best validation evaluation in <out>/best.safetensors and report "
+       "the final metrics with them (early stopping)"},
       {"save", "Checkpoint path (default: <out>/model.safetensors)"},
       {"resume", "Continue training from this checkpoint (same seed and settings)"},
-      {"eval_only", "Only evaluate the checkpoint given by --resume (or --save)"},
+      {"eval_only",
+       "Only evaluate a checkpoint: --resume PATH, else --save PATH, else <out>/model.safetensors"},
       {"metrics", "Metrics log, JSON lines (default: <out>/metrics.jsonl)"},
       {"progress", "Progress line: auto, terminal, plain, off"},
-      {"export_data", "classify: also write the tokenised train/val/test splits to this JSON file (tools/torch_classifier.py reads it)"},
-      {"dump_logits", "classify: after training, write the logits of the first 16 validation texts to this JSON file (tools/torch_classifier.py check)"},
+      {"export_data",
+       "classify: also write the tokenised train/val/test splits to this JSON file "
+       "(tools/torch_classifier.py reads it)"},
+      {"dump_logits",
+       "classify: after training, write the logits of the first 16 validation texts to this JSON "
+       "file (tools/torch_classifier.py check)"},
   };
   const auto it = help.find(field);
   return it == help.end() ? "" : it->second;
@@ -132,7 +155,8 @@ void validate(const RunOptions& o, Task task) {
   auto fail = [](const std::string& flag, const std::string& what) {
     throw Error("stag-train: --" + flag + ": " + what);
   };
-  auto one_of = [&](const std::string& flag, const std::string& v, std::initializer_list<const char*> allowed) {
+  auto one_of = [&](const std::string& flag, const std::string& v,
+                    std::initializer_list<const char*> allowed) {
     std::string list;
     for (const char* a : allowed) {
       if (v == a) return;
@@ -141,9 +165,15 @@ void validate(const RunOptions& o, Task task) {
     fail(flag, "'" + v + "' is not one of " + list);
   };
   switch (task) {
-    case Task::classify: one_of("data", o.data, {"sentiment", "spam", "langid", "zh"}); break;
-    case Task::lm: one_of("data", o.data, {"fortunes", "pydoc"}); break;
-    case Task::g2p: one_of("data", o.data, {"cmudict"}); break;
+    case Task::classify:
+      one_of("data", o.data, {"sentiment", "spam", "langid", "zh"});
+      break;
+    case Task::lm:
+      one_of("data", o.data, {"fortunes", "pydoc"});
+      break;
+    case Task::g2p:
+      one_of("data", o.data, {"cmudict"});
+      break;
   }
   if (task == Task::classify)
     one_of("tokenizer", o.tokenizer, {"char", "bpe", "word"});
@@ -164,10 +194,8 @@ void validate(const RunOptions& o, Task task) {
   if (o.weight_decay < 0) fail("weight-decay", "must not be negative");
   if (o.threads < 0) fail("threads", "must not be negative");
   if (!(o.token_dropout >= 0 && o.token_dropout < 1)) fail("token-dropout", "must be in [0, 1)");
-  if (o.limit < 0 || o.eval_limit < 0) fail("limit", "must not be negative");
+  if (o.limit < 0 || o.eval_limit < 0 || o.test_limit < 0) fail("limit", "must not be negative");
   if (o.bpe_vocab < 260) fail("bpe-vocab", "must be at least 260 (4 special ids and 256 bytes)");
-  if (o.eval_only && o.resume.empty() && o.save.empty())
-    fail("eval-only", "needs a checkpoint: give --resume PATH (or --save PATH)");
 }
 
 }  // namespace stag::train_app

@@ -20,18 +20,43 @@ inline constexpr ClassifierConfig kClassifyPre{.dropout = 0.3, .pre_norm = true}
 // Two such layers: a little better on test, twice the time.
 inline constexpr ClassifierConfig kClassifyPre2{.layers = 2, .dropout = 0.3, .pre_norm = true};
 // A smaller, faster one for quick runs and tests.
-inline constexpr ClassifierConfig kClassifySmall{
-    .vocab = 8000, .max_len = 128, .d_model = 64, .heads = 2, .d_ff = 256, .layers = 1, .classes = 8, .dropout = 0.1};
+inline constexpr ClassifierConfig kClassifySmall{.vocab = 8000,
+                                                 .max_len = 128,
+                                                 .d_model = 64,
+                                                 .heads = 2,
+                                                 .d_ff = 256,
+                                                 .layers = 1,
+                                                 .classes = 8,
+                                                 .dropout = 0.1};
 
 // minimind-style decoder: RMSNorm, GQA with RoPE, SwiGLU, tied embeddings.
-inline constexpr LmConfig kLmSmall{.vocab = 256, .d_model = 192, .heads = 6, .kv_heads = 2, .d_ff = 512, .layers = 4,
-                                   .dropout = 0.0, .rope_theta = 1e4};
-inline constexpr LmConfig kLmSmallBpe{.vocab = 2048, .d_model = 192, .heads = 6, .kv_heads = 2, .d_ff = 512,
-                                      .layers = 4, .dropout = 0.0, .rope_theta = 1e4};
+inline constexpr LmConfig kLmSmall{.vocab = 256,
+                                   .d_model = 192,
+                                   .heads = 6,
+                                   .kv_heads = 2,
+                                   .d_ff = 512,
+                                   .layers = 4,
+                                   .dropout = 0.0,
+                                   .rope_theta = 1e4};
+inline constexpr LmConfig kLmSmallBpe{.vocab = 2048,
+                                      .d_model = 192,
+                                      .heads = 6,
+                                      .kv_heads = 2,
+                                      .d_ff = 512,
+                                      .layers = 4,
+                                      .dropout = 0.0,
+                                      .rope_theta = 1e4};
 
 // Encoder-decoder Transformer for grapheme-to-phoneme: letters in, phonemes out.
-inline constexpr TransformerConfig kG2pSmall{.src_vocab = 64, .tgt_vocab = 96, .shared_vocab = false, .d_model = 128,
-                                             .heads = 4, .d_ff = 512, .enc_layers = 2, .dec_layers = 2,
-                                             .dropout = 0.1, .pre_norm = true};
+inline constexpr TransformerConfig kG2pSmall{.src_vocab = 64,
+                                             .tgt_vocab = 96,
+                                             .shared_vocab = false,
+                                             .d_model = 128,
+                                             .heads = 4,
+                                             .d_ff = 512,
+                                             .enc_layers = 2,
+                                             .dec_layers = 2,
+                                             .dropout = 0.1,
+                                             .pre_norm = true};
 
 }  // namespace stag::train_app

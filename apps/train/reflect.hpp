@@ -5,10 +5,10 @@
 
 #include <string>
 
+#include <CLI/CLI.hpp>
 #include <boost/hana/accessors.hpp>
 #include <boost/hana/for_each.hpp>
 #include <boost/hana/string.hpp>
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 namespace stag::train_app {
@@ -23,7 +23,8 @@ inline std::string kebab(std::string s) {
 template <class S, class F>
 void for_each_field(S& s, F&& f) {
   boost::hana::for_each(boost::hana::accessors<std::remove_const_t<S>>(), [&](auto pair) {
-    f(std::string(boost::hana::to<const char*>(boost::hana::first(pair))), boost::hana::second(pair)(s));
+    f(std::string(boost::hana::to<const char*>(boost::hana::first(pair))),
+      boost::hana::second(pair)(s));
   });
 }
 

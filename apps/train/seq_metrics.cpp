@@ -29,8 +29,8 @@ std::size_t edit_distance(const std::vector<std::int32_t>& a, const std::vector<
 ErrorRates error_rates(const std::vector<std::vector<std::int32_t>>& predicted,
                        const std::vector<std::vector<std::int32_t>>& reference) {
   if (predicted.size() != reference.size())
-    throw Error("stag-train: error_rates: " + std::to_string(predicted.size()) + " predictions for " +
-                std::to_string(reference.size()) + " references");
+    throw Error("stag-train: error_rates: " + std::to_string(predicted.size()) +
+                " predictions for " + std::to_string(reference.size()) + " references");
   double edits = 0, length = 0, wrong = 0;
   for (std::size_t i = 0; i < predicted.size(); ++i) {
     edits += static_cast<double>(edit_distance(predicted[i], reference[i]));
@@ -41,7 +41,8 @@ ErrorRates error_rates(const std::vector<std::vector<std::int32_t>>& predicted,
   return {length > 0 ? edits / length : 0.0, n > 0 ? wrong / n : 0.0, predicted.size()};
 }
 
-double unigram_bits_per_char(const std::vector<std::string>& train, const std::vector<std::string>& eval) {
+double unigram_bits_per_char(const std::vector<std::string>& train,
+                             const std::vector<std::string>& eval) {
   constexpr char32_t kEnd = 0x110000;  // the end-of-document symbol, outside Unicode
   std::unordered_map<char32_t, double> counts;
   double total = 0;

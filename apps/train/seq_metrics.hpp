@@ -22,6 +22,7 @@ ErrorRates error_rates(const std::vector<std::vector<std::int32_t>>& predicted,
 // Bits per character of an add-one-smoothed character unigram model fitted on `train` and
 // scored on `eval`; each document also ends with one end-of-document symbol (as the LM's
 // streams do), which counts as a character.
-double unigram_bits_per_char(const std::vector<std::string>& train, const std::vector<std::string>& eval);
+double unigram_bits_per_char(const std::vector<std::string>& train,
+                             const std::vector<std::string>& eval);
 
 }  // namespace stag::train_app

@@ -11,7 +11,8 @@
 
 namespace stag::train_app {
 
-std::vector<std::int32_t> WordVocab::encode(std::string_view text, data::EncodeOptions options) const {
+std::vector<std::int32_t> WordVocab::encode(std::string_view text,
+                                            data::EncodeOptions options) const {
   std::vector<std::int32_t> out;
   if (options.add_bos) out.push_back(data::kBosId);
   for (const std::string& w : bow_words(text)) {
@@ -26,13 +27,16 @@ std::string WordVocab::decode(std::span<const std::int32_t> id_list) const {
   std::string out;
   for (std::int32_t id : id_list) {
     if (id < data::kNumSpecial) continue;
-    if (static_cast<std::size_t>(id) >= vocab_size()) throw Error("stag-train: word id " + std::to_string(id) + " out of range");
+    if (static_cast<std::size_t>(id) >= vocab_size())
+      throw Error("stag-train: word id " + std::to_string(id) + " out of range");
     out += (out.empty() ? "" : " ") + words[static_cast<std::size_t>(id - data::kNumSpecial)];
   }
   return out;
 }
 
-std::string WordVocab::to_json() const { return nlohmann::json{{"type", "words"}, {"words", words}}.dump(); }
+std::string WordVocab::to_json() const {
+  return nlohmann::json{{"type", "words"}, {"words", words}}.dump();
+}
 
 namespace {
 
@@ -88,7 +92,8 @@ TextTokenizer TextTokenizer::from_json(const nlohmann::json& j) {
   else if (t.kind_ == "word")
     t.tok_ = word_vocab(j.at("tokenizer").at("words").get<std::vector<std::string>>());
   else
-    throw Error("stag-train: the checkpoint's tokenizer kind '" + t.kind_ + "' is not char, bpe or word");
+    throw Error("stag-train: the checkpoint's tokenizer kind '" + t.kind_ +
+                "' is not char, bpe or word");
   t.index_chars();
   return t;
 }
@@ -98,7 +103,8 @@ nlohmann::json TextTokenizer::to_json() const {
   return {{"kind", kind_}, {"tokenizer", nlohmann::json::parse(body)}};
 }
 
-std::vector<std::int32_t> TextTokenizer::encode(std::string_view text, data::EncodeOptions options) const {
+std::vector<std::int32_t> TextTokenizer::encode(std::string_view text,
+                                                data::EncodeOptions options) const {
   return std::visit([&](const auto& tok) { return tok.encode(text, options); }, tok_);
 }
 
@@ -111,7 +117,9 @@ std::size_t TextTokenizer::vocab_size() const {
 }
 
 double TextTokenizer::chars_of(std::int32_t id) const {
-  return id >= 0 && static_cast<std::size_t>(id) < chars_.size() ? chars_[static_cast<std::size_t>(id)] : 0.0;
+  return id >= 0 && static_cast<std::size_t>(id) < chars_.size()
+             ? chars_[static_cast<std::size_t>(id)]
+             : 0.0;
 }
 
 void TextTokenizer::index_chars() {
@@ -120,11 +128,14 @@ void TextTokenizer::index_chars() {
   if (kind_ == "char") chars_[static_cast<std::size_t>(data::kUnkId)] = 1;  // an unknown character
   for (std::size_t id = data::kNumSpecial; id < chars_.size(); ++id) {
     if (const auto* wv = std::get_if<WordVocab>(&tok_)) {
-      chars_[id] = static_cast<double>(data::decode_utf8(wv->words[id - data::kNumSpecial]).size()) + 1;  // and a space
+      chars_[id] =
+          static_cast<double>(data::decode_utf8(wv->words[id - data::kNumSpecial]).size()) +
+          1;  // and a space
     } else if (const auto* bpe = std::get_if<data::BpeTokenizer>(&tok_)) {
       // UTF-8 lead bytes: a character split across tokens counts once, in its first token.
       double n = 0;
-      for (unsigned char c : bpe->token_bytes(static_cast<std::int32_t>(id))) n += (c & 0xC0) != 0x80;
+      for (unsigned char c : bpe->token_bytes(static_cast<std::int32_t>(id)))
+        n += (c & 0xC0) != 0x80;
       chars_[id] = n;
     } else {
       chars_[id] = 1;

@@ -33,8 +33,8 @@ class TextTokenizer {
   // kind "bpe": byte-level BPE with `bpe_vocab` ids (at most `max_vocab`);
   // kind "word": the bag-of-words baseline's words (bow_words), most frequent first, at most
   // `max_vocab` ids; others are <unk>. Not reversible (decode joins words with spaces).
-  static TextTokenizer learn(const std::string& kind, std::span<const std::string> texts, std::size_t max_vocab,
-                             std::size_t bpe_vocab);
+  static TextTokenizer learn(const std::string& kind, std::span<const std::string> texts,
+                             std::size_t max_vocab, std::size_t bpe_vocab);
   // {"kind": "char"|"bpe", "tokenizer": <the tokeniser's own JSON>}.
   static TextTokenizer from_json(const nlohmann::json& j);
   nlohmann::json to_json() const;
