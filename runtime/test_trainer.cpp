@@ -148,6 +148,18 @@ TEST_CASE("resuming from a checkpoint gives exactly the losses of an uninterrupt
   }
 }
 
+TEST_CASE("each fresh run starts its metrics file anew", "[trainer]") {
+  const th::TempDir dir("trainer_metrics");
+  const std::string path = dir / "m.jsonl";
+  const data::EncodedTexts d = make_rows(8, 4);
+  for (int run = 0; run < 2; ++run) {
+    Trainer t(training_graphs<drop_net, kOpt, false>(), options(1, path));
+    for (int i = 0; i < 3; ++i) t.step(batch_of(d, {0, 1, 2, 3}));
+  }
+  // Three steps logged (log_every 1), not six: the second run did not append to the first.
+  CHECK(train_losses(path).size() == 3);
+}
+
 TEST_CASE("resuming with another seed is refused", "[trainer]") {
   const th::TempDir dir("trainer_seed");
   Trainer a(training_graphs<drop_net, kOpt, false>(), options(1));

@@ -81,7 +81,14 @@ Trainer::Trainer(const TrainingGraphs& graphs, TrainerOptions options)
     grad_session_ = std::make_unique<Session>(graphs_.grad, so);
     update_session_ = std::make_unique<Session>(graphs_.update, so);
   }
-  if (!opts_.metrics_path.empty()) log_ = std::make_unique<MetricsLog>(opts_.metrics_path);
+}
+
+MetricsLog* Trainer::metrics() {
+  // Opened at the first record: a fresh run starts the file anew (one file per run), while
+  // resume() has already opened it for appending after the checkpoint's step.
+  if (!log_ && !opts_.metrics_path.empty())
+    log_ = std::make_unique<MetricsLog>(opts_.metrics_path, /*append=*/false);
+  return log_.get();
 }
 
 Trainer::~Trainer() = default;
@@ -207,12 +214,13 @@ StepStats Trainer::finish_step(StepStats st) {
   ++totals_.steps;
   totals_.tokens += st.tokens;
   totals_.seconds += st.seconds;
-  if (log_ && (step_ % opts_.log_every == 0 || st.skipped)) {
+  if (step_ % opts_.log_every == 0 || st.skipped) {
+    MetricsLog* log = metrics();
     MetricsRecord r{.step = step_, .epoch = epoch_};
     r.set("loss", st.loss).set("lr", st.lr).set("grad_norm", st.grad_norm);
     if (st.tokens > 0 && st.seconds > 0) r.set("tokens_per_s", st.tokens / st.seconds);
     r.set("step_ms", 1e3 * st.seconds);
-    log_->write(r);
+    if (log) log->write(r);
   }
   return st;
 }

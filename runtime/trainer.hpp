@@ -108,9 +108,11 @@ struct TrainerOptions {
   LrSchedule lr = LrSchedule::constant(1e-3);
   std::optional<OptimizerSettings> optimizer = {};  // default: the graphs' (Opt's) values
   NonFinitePolicy on_nonfinite = NonFinitePolicy::stop;
-  std::string metrics_path = {};  // JSON lines, appended to (resumed runs continue it)
-  std::int64_t log_every = 1;     // a "train" metrics line every this many steps
-  bool progress = true;           // the progress line on stderr (fit)
+  // JSON lines, one file per run: a fresh run empties it at its first record; resume() keeps
+  // the records up to the checkpoint's step and appends after them.
+  std::string metrics_path = {};
+  std::int64_t log_every = 1;  // a "train" metrics line every this many steps
+  bool progress = true;        // the progress line on stderr (fit)
   ProgressOptions progress_options = {};
   std::string config_json = "{}";  // stored in checkpoints (the model and run settings)
 };
@@ -217,7 +219,8 @@ class Trainer {
   Array gradient(const std::string& param) const;
   const TrainerOptions& options() const { return opts_; }
   OptimizerSettings& optimizer() { return optim_; }
-  MetricsLog* metrics() { return log_.get(); }
+  // The metrics log (nullptr without metrics_path), opened on first use.
+  MetricsLog* metrics();
 
  private:
   void set_step_inputs(Session& s, std::int64_t t);

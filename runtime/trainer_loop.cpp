@@ -111,7 +111,7 @@ void Trainer::fit(const DataSource& data, const FitOptions& o) {
     r.step = step_;
     r.epoch = epoch_;
     if (r.split == "train") r.split = "valid";
-    if (log_) log_->write(r);
+    if (MetricsLog* log = metrics()) log->write(r);
     const std::optional<double> v = r.get(o.best_metric);
     if (!o.best_path.empty() && v && std::isfinite(*v) &&
         (std::isnan(best_value_) || (o.higher_is_better ? *v > best_value_ : *v < best_value_))) {

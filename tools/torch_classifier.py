@@ -160,21 +160,24 @@ def make_model(torch, cfg):
 def check(args, torch):
     cfg = load_run(args.run)
     model = make_model(torch, cfg)
-    tensors, meta = read_safetensors(os.path.join(args.run, "model.safetensors"))
+    with open(args.logits or os.path.join(args.run, "logits.json")) as f:
+        dump = json.load(f)
+    # The weights stag evaluated: --checkpoint, else the one the dump names (best.safetensors when
+    # stag-train kept the best evaluation), else <run>/model.safetensors.
+    ckpt = args.checkpoint or dump.get("checkpoint") or os.path.join(args.run, "model.safetensors")
+    tensors, meta = read_safetensors(ckpt)
     state = {k: torch.from_numpy(v.copy()) for k, v in tensors.items() if not (k.endswith(".adam_m") or k.endswith(".adam_v"))}
     missing, unexpected = model.load_state_dict(state, strict=False)
     if missing or unexpected:
         sys.exit(f"names differ: missing {missing}, unexpected {unexpected}")
     model.eval()
-    with open(args.logits or os.path.join(args.run, "logits.json")) as f:
-        dump = json.load(f)
     ids = torch.tensor(dump["ids"], dtype=torch.long)
     keep = torch.tensor(dump["keep"], dtype=torch.bool)
     want = torch.tensor(dump["logits"], dtype=torch.float32)
     with torch.no_grad():
         got = model(ids, keep)
     diff = (got - want).abs().max().item()
-    print(f"checkpoint: {args.run}/model.safetensors (step {meta.get('stag.step')}), {len(state)} tensors")
+    print(f"checkpoint: {ckpt} (step {meta.get('stag.step')}), {len(state)} tensors")
     print(f"inputs: {ids.shape[0]} validation texts, padded to {ids.shape[1]} tokens")
     for r in range(min(3, ids.shape[0])):
         print(f"  row {r}: stag {want[r].tolist()}  torch {[round(x, 6) for x in got[r].tolist()]}")
@@ -298,6 +301,7 @@ def main():
     ap.add_argument("--run", default="runs/classify", help="stag-train's --out folder (config.json, model.safetensors)")
     ap.add_argument("--logits", help="stag's logits (default <run>/logits.json, from --dump-logits)")
     ap.add_argument("--data", help="the tokenised splits (default <run>/data.json, from --export-data)")
+    ap.add_argument("--checkpoint", help="check: the stag checkpoint (default: the one logits.json names)")
     ap.add_argument("--seeds", default="1", help="train: comma-separated seeds")
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()

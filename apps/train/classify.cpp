@@ -87,9 +87,10 @@ void export_split(nlohmann::json& j, const char* name, const data::EncodedTexts&
   j[name] = {{"ids", d.ids}, {"labels", d.labels}};
 }
 
-// The logits of the first 16 validation texts (one batch, in order) with their inputs.
+// The logits of the first 16 validation texts (one batch, in order) with their inputs and the
+// path of the checkpoint holding the weights that produced them.
 void dump_logits(Trainer& t, const data::EncodedTexts& val, const data::PadOptions& pad,
-                 const std::string& path) {
+                 const std::string& path, const std::string& checkpoint) {
   std::vector<std::size_t> rows;
   for (std::size_t i = 0; i < 16 && i < val.ids.size(); ++i) rows.push_back(i);
   const data::ClassBatch b = data::make_class_batch(val, rows, pad);
@@ -112,6 +113,7 @@ void dump_logits(Trainer& t, const data::EncodedTexts& val, const data::PadOptio
     j["keep"].push_back(keep);
     j["logits"].push_back(z);
   }
+  j["checkpoint"] = checkpoint;  // the weights these logits come from (tools/ loads them)
   std::ofstream(path) << j.dump() << "\n";
 }
 
@@ -216,7 +218,11 @@ struct Classify {
       }
     }
     const EvalStats vs = trainer.evaluate(val_b), ts = trainer.evaluate(test_b);
-    if (!o.dump_logits.empty()) dump_logits(trainer, val, pad, o.dump_logits);
+    // The weights evaluated: the checkpoint read by --eval-only, the best one kept, or the last.
+    const std::string used = o.eval_only                              ? ctx.resume
+                             : o.keep_best && trainer.best_step() > 0 ? best_path(ctx)
+                                                                      : ctx.checkpoint;
+    if (!o.dump_logits.empty()) dump_logits(trainer, val, pad, o.dump_logits, used);
     const BowResult bow = bow_baseline(texts_of(split.train), train.labels, texts_of(split.val),
                                        val.labels, texts_of(split.test), test.labels,
                                        static_cast<int>(all.num_classes()), {.verbose = true});
@@ -229,9 +235,7 @@ struct Classify {
     print_result("majority_accuracy", majority_accuracy(train.labels, val.labels));
     print_result("steps", static_cast<double>(trainer.steps_done()));
     print_throughput(trainer, {vs, ts});
-    print_result("checkpoint", o.eval_only                              ? ctx.resume
-                               : o.keep_best && trainer.best_step() > 0 ? best_path(ctx)
-                                                                        : ctx.checkpoint);
+    print_result("checkpoint", used);
     return 0;
   }
 };
