@@ -36,7 +36,8 @@ def reexec_with_blas(threads):
     if os.path.exists(OPENBLAS) and OPENBLAS not in env.get("LD_PRELOAD", ""):
         env["LD_PRELOAD"] = (OPENBLAS + " " + env.get("LD_PRELOAD", "")).strip()
     if any(os.environ.get(k) != env.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "LD_PRELOAD")):
-        os.execve(sys.executable, [sys.executable, os.path.abspath(__file__)] + sys.argv[1:], env)
+        # The script that was run (this module is also imported by torch_throughput.py).
+        os.execve(sys.executable, [sys.executable, os.path.abspath(sys.argv[0])] + sys.argv[1:], env)
 
 
 def blas_in_use():
