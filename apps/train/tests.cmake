@@ -48,3 +48,12 @@ if(TARGET stag-generate)
   set_tests_properties(stag_train.lm_generate PROPERTIES LABELS unit DEPENDS stag_train.lm
     ENVIRONMENT "OMP_WAIT_POLICY=passive" PASS_REGULAR_EXPRESSION "model: small \\(char tokeniser\\).*tokens_per_s: ")
 endif()
+
+# A picture that cannot be written (model.svg is a folder here) is reported; the run goes on.
+add_test(NAME stag_train.svg_fail_setup COMMAND ${CMAKE_COMMAND} -E make_directory ${smoke}/svgfail/model.svg)
+set_tests_properties(stag_train.svg_fail_setup PROPERTIES LABELS unit FIXTURES_SETUP svgfail)
+add_test(NAME stag_train.svg_fail COMMAND stag-train classify ${quick} --limit 100 --epochs 1 --model small
+         --test-limit 50 --out ${smoke}/svgfail)
+set_tests_properties(stag_train.svg_fail PROPERTIES LABELS unit FIXTURES_REQUIRED svgfail
+  ENVIRONMENT "OMP_WAIT_POLICY=passive" SKIP_RETURN_CODE 77
+  PASS_REGULAR_EXPRESSION "could not draw the model graph .*training is unaffected.*val_accuracy: ")
