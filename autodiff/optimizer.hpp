@@ -4,6 +4,11 @@
 // so schedules need no re-planning.
 //   constexpr auto step = stag::train_step<model, stag::AdamW{.weight_decay = 0.01}>();
 // Outputs: the loss (result), `grad/<param>` per parameter, and "grad_norm" (before clipping).
+// With `.hparams_as_inputs = true` the optimizer's settings are inputs too ([] f32 each:
+// "clip_norm", and "beta1", "beta2", "eps", "weight_decay" for Adam/AdamW, "momentum",
+// "weight_decay" for SGD), so one compiled graph serves every setting; the struct's values are
+// then only the defaults that stag::Trainer feeds. `update<G, Opt>()` is the optimizer alone,
+// fed with gradients (gradient accumulation).
 #pragma once
 
 #include <stag/autodiff/autodiff.hpp>
@@ -15,19 +20,22 @@ struct Sgd {
   double momentum = 0.9;
   double weight_decay = 0.0;  // L2, added to the gradient
   bool nesterov = false;
-  double clip_norm = 0.0;  // clip gradients to this global norm; 0: off
+  double clip_norm = 0.0;          // clip gradients to this global norm; 0: off
+  bool hparams_as_inputs = false;  // momentum, weight_decay, clip_norm are graph inputs
 };
 
 struct Adam {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   double weight_decay = 0.0;  // L2, added to the gradient
   double clip_norm = 0.0;
+  bool hparams_as_inputs = false;  // beta1, beta2, eps, weight_decay, clip_norm are graph inputs
 };
 
 struct AdamW {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   double weight_decay = 0.01;  // decoupled: p -= lr * wd * p
   double clip_norm = 0.0;
+  bool hparams_as_inputs = false;  // beta1, beta2, eps, weight_decay, clip_norm are graph inputs
 };
 
 namespace detail {
@@ -43,6 +51,17 @@ constexpr Ref state_like(Builder& b, int p, std::string_view word) {
   return Ref{&b, id};
 }
 
+constexpr Ref scalar_input(Builder& b, std::string_view name) {
+  return Ref{&b, b.add(code(OpId::input), {}, ShapeV{}, DType::f32, nullptr, name, kFlagInput)};
+}
+
+// The runtime settings of an update node, packed into one [n] tensor (one node input).
+constexpr Ref pack_scalars(std::initializer_list<Ref> parts) {
+  std::vector<Ref> v;
+  for (Ref r : parts) v.push_back(unsqueeze(r, 0));
+  return concat(std::span<const Ref>(v), 0);
+}
+
 template <class Opt>
 constexpr void append_optimizer(Builder& b, const Opt& opt) {
   // Inputs of the step.
@@ -50,6 +69,15 @@ constexpr void append_optimizer(Builder& b, const Opt& opt) {
   const int lr = b.add(code(OpId::input), {}, ShapeV{}, DType::f32, nullptr, "lr", kFlagInput);
   const int step =
       adam ? b.add(code(OpId::input), {}, ShapeV{}, DType::f32, nullptr, "step", kFlagInput) : -1;
+  Ref hparams, clip_in;
+  if (opt.hparams_as_inputs) {
+    clip_in = scalar_input(b, "clip_norm");
+    if constexpr (adam)
+      hparams = pack_scalars({scalar_input(b, "beta1"), scalar_input(b, "beta2"),
+                              scalar_input(b, "eps"), scalar_input(b, "weight_decay")});
+    else
+      hparams = pack_scalars({scalar_input(b, "momentum"), scalar_input(b, "weight_decay")});
+  }
   std::vector<std::pair<int, int>> pg;  // (parameter, gradient)
   for (const OutputEntry& o : b.outputs)
     if (o.grad_of >= 0 && (b.node(o.grad_of).flags & kFlagParam))
@@ -66,10 +94,19 @@ constexpr void append_optimizer(Builder& b, const Opt& opt) {
   if (!total.valid()) return;  // no parameters
   const Ref norm = sqrt(total);
   b.add_output(norm.id, "grad_norm");
+  // NOTE: `norm * 0` is NaN when the norm is NaN or infinite (squares can overflow while every
+  // gradient is finite); adding it makes gscale non-finite, which skips every update. Without
+  // it, clipping would turn an infinite norm into gscale = 0 and still decay and move weights.
   Ref gscale;
-  if (opt.clip_norm > 0) {
+  if (opt.hparams_as_inputs) {
+    const Ref zero = scalar(b, 0.0);
+    const Ref safe_clip = where(lt(zero, clip_in), clip_in, scalar(b, 1.0));  // no 0 / 0
+    gscale =
+        where(lt(zero, clip_in), safe_clip / (safe_clip + relu(norm - safe_clip)), scalar(b, 1.0)) +
+        norm * 0.0;  // clip_norm <= 0: off
+  } else if (opt.clip_norm > 0) {
     const Ref clip = scalar(b, opt.clip_norm);
-    gscale = clip / (clip + relu(norm - clip));
+    gscale = clip / (clip + relu(norm - clip)) + norm * 0.0;
   } else {
     gscale = norm * 0.0 + 1.0;  // 1, or NaN when the norm is not finite
   }
@@ -79,13 +116,19 @@ constexpr void append_optimizer(Builder& b, const Opt& opt) {
     b.current_scope = b.node(p).scope;
     if constexpr (std::is_same_v<Opt, Sgd>) {
       const Ref buf = state_like(b, p, "momentum");
-      sgd_update(pr, gr, buf, Ref{&b, lr}, gscale, opt.momentum, decay ? opt.weight_decay : 0.0,
-                 opt.nesterov);
+      if (opt.hparams_as_inputs)
+        sgd_update(pr, gr, buf, Ref{&b, lr}, gscale, hparams, decay, opt.nesterov);
+      else
+        sgd_update(pr, gr, buf, Ref{&b, lr}, gscale, opt.momentum, decay ? opt.weight_decay : 0.0,
+                   opt.nesterov);
     } else {
       constexpr bool decoupled = std::is_same_v<Opt, AdamW>;
       const Ref m = state_like(b, p, "adam_m"), v = state_like(b, p, "adam_v");
-      adam_update(pr, gr, m, v, Ref{&b, lr}, Ref{&b, step}, gscale, opt.beta1, opt.beta2, opt.eps,
-                  decay ? opt.weight_decay : 0.0, decoupled);
+      if (opt.hparams_as_inputs)
+        adam_update(pr, gr, m, v, Ref{&b, lr}, Ref{&b, step}, gscale, hparams, decay, decoupled);
+      else
+        adam_update(pr, gr, m, v, Ref{&b, lr}, Ref{&b, step}, gscale, opt.beta1, opt.beta2, opt.eps,
+                    decay ? opt.weight_decay : 0.0, decoupled);
     }
   }
   b.current_scope = 0;
@@ -101,7 +144,52 @@ constexpr Builder build_train() {
   return b;
 }
 
+// The optimizer of model G alone: G's parameters, their optimizer state, and one input
+// `<param>.grad` per parameter (the gradient to apply), plus "lr" and "step" (and the settings
+// of `hparams_as_inputs`). For gradient accumulation: the gradients of several micro-batches
+// (from grad<G>()) are summed by the caller and applied by one run of this graph.
+template <const auto& G, auto Opt>
+constexpr Builder build_update() {
+  const GraphView g = G.view();
+  Builder b;
+  b.shapes.assign(g.shapes.begin(), g.shapes.end());
+  b.attrs.assign(g.attrs.begin(), g.attrs.end());
+  b.scopes.assign(g.scopes.begin(), g.scopes.end());
+  for (int n = 0; n < g.size(); ++n) {
+    if (!(g.node(n).flags & kFlagParam)) continue;
+    Node nd =
+        g.node(n);  // a parameter has no inputs: its shape, attrs and scope indices carry over
+    nd.grad_of = -1;
+    b.nodes.push_back(nd);
+    // Only the symbols of parameter shapes: the model's batch and sequence dims are not bound here.
+    const ShapeV& sh = g.shape(n);
+    for (int i = 0; i < sh.rank; ++i)
+      for (int k = 0; k < sh.dims[i].nsym; ++k)
+        for (const SymEntry& e : g.syms)
+          if (e.id == sh.dims[i].sym[k]) b.add_sym(e.id, e.name);
+  }
+  const int num_params = b.size();
+  for (int p = 0; p < num_params; ++p) {
+    const Node pn = b.node(p);
+    b.current_scope = b.child_scope(pn.scope, pn.leaf, -1);
+    const int in = b.add(code(OpId::input), {}, b.shape(p), pn.dtype, nullptr, "grad", kFlagInput);
+    b.add_output(in, {}, p);
+  }
+  b.current_scope = 0;
+  append_optimizer(b, Opt);
+  // The gradient outputs only told append_optimizer which input belongs to which parameter.
+  std::erase_if(b.outputs, [](const OutputEntry& o) { return o.grad_of >= 0; });
+  return b;
+}
+
 }  // namespace detail
+
+// The optimizer alone (see detail::build_update): inputs `<param>.grad`, "lr", "step".
+template <const auto& G, auto Opt>
+consteval auto update() {
+  constexpr GraphSizes z = detail::build_update<G, Opt>().sizes();
+  return detail::build_update<G, Opt>().template freeze<z>();
+}
 
 // One training step of model G (whose result is the loss) with optimizer Opt (Sgd, Adam, AdamW).
 template <const auto& G, auto Opt>

@@ -21,6 +21,10 @@ const LmPreset kPresets[] = {
      "character LM, 6 x 256, GQA 8/2 heads"},
     {"bpe-base", &kLmBpeBase, lm_decode_graph<kLmBpeBase>,
      "byte-BPE LM (4096 ids), 4 x 256, GQA 8/2 heads"},
+    {"small", &kLmTrainSmall, lm_decode_graph<kLmTrainSmall>,
+     "stag-train lm --model small: characters (256 ids), 4 x 192, GQA 6/2 heads"},
+    {"small-bpe", &kLmTrainSmallBpe, lm_decode_graph<kLmTrainSmallBpe>,
+     "stag-train lm --model small-bpe: byte-BPE (2048 ids), 4 x 192, GQA 6/2 heads"},
 };
 
 bool same_model(const LmConfig& a, const LmConfig& b) {

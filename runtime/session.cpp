@@ -37,6 +37,24 @@ Session::Session(const GraphView& g, SessionOptions opts) : g_(g), opts_(std::mo
   } catch (const Error&) {
     params_.clear();  // a symbolic dim: created at the first run instead
   }
+  adopt_shared_params();
+}
+
+void Session::adopt_shared_params() {
+  for (const auto& [name, value] : opts_.shared_params) {
+    const int n = g_.find(name);
+    if (n < 0 || !(g_.node(n).flags & (kFlagParam | kFlagState))) continue;
+    const DType want = g_.node(n).dtype;
+    if (value.dtype() != want)
+      throw Error("stag::Session: shared parameter '" + name + "' is " + value.describe() +
+                  ", the graph has " + std::string(dtype_name(want)));
+    auto it = params_.find(name);
+    if (it != params_.end() && it->second.dims() != value.dims())
+      throw Error("stag::Session: shared parameter '" + name + "' has shape " +
+                  value.shape_string() + ", the graph expects " + it->second.shape_string());
+    params_[name] = value;  // shares the storage
+  }
+  opts_.shared_params.clear();
 }
 
 Session::~Session() = default;
@@ -159,13 +177,17 @@ std::string Session::profile_report(int top) const {
   const Plan& p = plan();
   if (p.profiled_steps == 0) return "no profiled steps (set SessionOptions::profile)\n";
   std::vector<int> order = p.order;
-  std::sort(order.begin(), order.end(), [&](int a, int b) { return p.node_seconds[static_cast<std::size_t>(a)] > p.node_seconds[static_cast<std::size_t>(b)]; });
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return p.node_seconds[static_cast<std::size_t>(a)] >
+           p.node_seconds[static_cast<std::size_t>(b)];
+  });
   double total = 0;
   for (int n : p.order) total += p.node_seconds[static_cast<std::size_t>(n)];
   std::ostringstream s;
   s.setf(std::ios::fixed);
   s.precision(3);
-  s << "total " << 1e3 * total / p.profiled_steps << " ms per step over " << p.profiled_steps << " steps\n";
+  s << "total " << 1e3 * total / p.profiled_steps << " ms per step over " << p.profiled_steps
+    << " steps\n";
   for (int i = 0; i < top && i < static_cast<int>(order.size()); ++i) {
     const int n = order[static_cast<std::size_t>(i)];
     const double ms = 1e3 * p.node_seconds[static_cast<std::size_t>(n)] / p.profiled_steps;

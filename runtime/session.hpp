@@ -25,6 +25,11 @@ struct SessionOptions {
   bool keep_all = false;               // debug: keep every node readable (no memory reuse)
   std::map<std::string, std::int64_t, std::less<>> dims = {};  // symbols no input determines
   InitOverrides init_overrides = {};  // initialisers by parameter name pattern (last match wins)
+  // Parameters (and optimizer state) this session uses instead of creating its own: their
+  // storage is shared (Array copies share it), so sessions of one model's training and
+  // evaluation graphs see the same weights without copying. Names the graph lacks are ignored;
+  // a shape or dtype that differs from the graph's is a stag::Error.
+  NamedArrays shared_params = {};
 };
 
 struct StepOptions {
@@ -75,6 +80,7 @@ class Session {
   int resolve(std::string_view name) const;
   void check_readable(int n, std::string_view name) const;
   void ensure_params(const Bindings& b);
+  void adopt_shared_params();
 
   GraphView g_;
   SessionOptions opts_;

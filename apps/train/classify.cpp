@@ -1,0 +1,253 @@
+// `stag-train classify`: the articles' text classifier on a labelled data set (default: the UCI
+// sentiment sentences), with a bag-of-words logistic-regression baseline on the same split.
+// Reports val_accuracy, test_accuracy and baseline_accuracy. Presets: apps/train/presets.hpp.
+#include <fstream>
+#include <memory>
+
+#include <stag/models/data/split.hpp>
+#include <stag/ops/random.hpp>
+
+#include "bow.hpp"
+#include "common.hpp"
+#include "presets.hpp"
+#include "tasks.hpp"
+#include "tokenizer.hpp"
+
+namespace stag::train_app {
+namespace {
+
+constexpr AdamW kOptimizer{.hparams_as_inputs = true};  // every setting is a flag
+
+data::TextDataset load_texts(const std::string& name, std::int64_t limit) {
+  if (name == "sentiment") return data::load_sentiment();
+  if (name == "spam") return data::load_spam_assassin();
+  if (name == "zh") return data::load_chinese_sources();
+  // Language ID: 95k entries in all; a cap per language keeps the classes balanced and an
+  // epoch short (the default --limit 0 keeps 2,000 of each).
+  return data::load_fortune_languages({}, limit > 0 ? static_cast<std::size_t>(limit) : 2000);
+}
+
+// " lower-cased ASCII": BPE's chunks keep one leading space, so a word at the start of a text
+// becomes the same token as in the middle.
+std::string normalize_text(const std::string& text) {
+  std::string out = " " + text;
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
+std::vector<std::string> texts_of(const data::TextDataset& d) {
+  std::vector<std::string> t;
+  for (const data::TextExample& e : d.examples) t.push_back(e.text);
+  return t;
+}
+
+// Evaluation batches: rows in order of length (less padding), `size` per batch.
+std::vector<Batch> eval_batches(const data::EncodedTexts& d, std::size_t size,
+                                const data::PadOptions& pad, std::int64_t limit) {
+  std::vector<std::size_t> rows(d.ids.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = i;
+  rows = first_n(rows, limit);
+  std::stable_sort(rows.begin(), rows.end(),
+                   [&](std::size_t a, std::size_t b) { return d.ids[a].size() < d.ids[b].size(); });
+  std::vector<Batch> out;
+  for (std::size_t k = 0; k < rows.size(); k += size) {
+    const std::span<const std::size_t> part(rows.data() + k, std::min(size, rows.size() - k));
+    data::ClassBatch b = data::make_class_batch(d, part, pad);
+    double tokens = 0;
+    for (std::int64_t i = 0; i < b.keep.numel(); ++i) tokens += b.keep.at(i);
+    out.push_back({b.inputs(), 0, tokens});
+  }
+  return out;
+}
+
+// Word dropout: each token of the batch's texts is left out with probability p, drawn from
+// (seed, epoch, row, position), so a resumed run drops the same ones; a text keeps at least one.
+data::ClassBatch drop_tokens(const data::EncodedTexts& d, const std::vector<std::size_t>& rows,
+                             const data::PadOptions& pad, double p, std::uint64_t seed,
+                             std::int64_t epoch) {
+  data::EncodedTexts part;
+  std::vector<std::size_t> local;
+  for (std::size_t r : rows) {
+    std::vector<std::int32_t> kept;
+    const std::vector<std::int32_t>& ids = d.ids[r];
+    for (std::size_t k = 0; k < ids.size(); ++k)
+      if (random::uniform(seed ^ 0x746f6b656e64726fULL, static_cast<std::uint64_t>(epoch), r, k) >=
+          p)
+        kept.push_back(ids[k]);
+    if (kept.empty() && !ids.empty()) kept.push_back(ids[0]);
+    local.push_back(part.ids.size());
+    part.ids.push_back(std::move(kept));
+    part.labels.push_back(d.labels[r]);
+  }
+  return data::make_class_batch(part, local, pad);
+}
+
+void export_split(nlohmann::json& j, const char* name, const data::EncodedTexts& d) {
+  j[name] = {{"ids", d.ids}, {"labels", d.labels}};
+}
+
+// The logits of the first 16 validation texts (one batch, in order) with their inputs and the
+// path of the checkpoint holding the weights that produced them.
+void dump_logits(Trainer& t, const data::EncodedTexts& val, const data::PadOptions& pad,
+                 const std::string& path, const std::string& checkpoint) {
+  std::vector<std::size_t> rows;
+  for (std::size_t i = 0; i < 16 && i < val.ids.size(); ++i) rows.push_back(i);
+  const data::ClassBatch b = data::make_class_batch(val, rows, pad);
+  Session& s = t.eval_session();
+  s.set_inputs(b.inputs());
+  s.run();
+  const Array logits = s.get("logits");
+  nlohmann::json j;
+  const std::int64_t n = b.ids.dim(0), len = b.ids.dim(1), c = logits.dim(1);
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::vector<std::int32_t> ids;
+    std::vector<bool> keep;
+    std::vector<float> z;
+    for (std::int64_t k = 0; k < len; ++k) {
+      ids.push_back(b.ids.data<std::int32_t>()[i * len + k]);
+      keep.push_back(b.keep.data<bool>()[i * len + k]);
+    }
+    for (std::int64_t k = 0; k < c; ++k) z.push_back(logits.data<float>()[i * c + k]);
+    j["ids"].push_back(ids);
+    j["keep"].push_back(keep);
+    j["logits"].push_back(z);
+  }
+  j["checkpoint"] = checkpoint;  // the weights these logits come from (tools/ loads them)
+  std::ofstream(path) << j.dump() << "\n";
+}
+
+template <const ClassifierConfig& C>
+struct Classify {
+  static constexpr auto net = model([](Builder& g) { return classifier<C>(g); });
+
+  static int run(RunContext& ctx) {
+    const RunOptions& o = ctx.opt;
+    const data::TextDataset all = load_texts(o.data, o.data == "langid" ? o.limit : 0);
+    if (all.num_classes() > static_cast<std::size_t>(C.classes))
+      throw Error("stag-train classify: --data " + o.data + " has " +
+                  std::to_string(all.num_classes()) + " classes, preset '" + o.model + "' has " +
+                  std::to_string(C.classes) + "; use --model small (8)");
+    // The split never depends on --seed: seeds vary initialisation, dropout and batch order.
+    data::TextSplits split = data::split_dataset(all, {.seed = 0});
+    if (o.limit > 0 && o.data != "langid")
+      split.train.examples.resize(
+          std::min(split.train.examples.size(), static_cast<std::size_t>(o.limit)));
+    if (o.lowercase)
+      for (data::TextDataset* part : {&split.train, &split.val, &split.test})
+        for (data::TextExample& e : part->examples) e.text = normalize_text(e.text);
+
+    nlohmann::ordered_json config = run_config(ctx, C);
+    std::optional<TextTokenizer> tok;
+    if (!ctx.resume.empty()) {
+      tok = TextTokenizer::from_json(
+          checkpoint_config(ctx.resume, "classify", o.model).at("tokenizer"));
+    } else {
+      const std::vector<std::string> texts = texts_of(split.train);
+      tok = TextTokenizer::learn(o.tokenizer, texts, static_cast<std::size_t>(C.vocab),
+                                 static_cast<std::size_t>(o.bpe_vocab));
+    }
+    config["tokenizer"] = tok->to_json();
+    config["labels"] = all.label_names;
+    const data::EncodedTexts train = data::encode_texts(*tok, split.train),
+                             val = data::encode_texts(*tok, split.val),
+                             test = data::encode_texts(*tok, split.test);
+    const data::PadOptions pad{.max_len = std::min<std::int64_t>(o.max_len, C.max_len)};
+
+    if (!o.export_data.empty()) {
+      nlohmann::json j = {{"vocab", C.vocab}, {"max_len", pad.max_len}, {"classes", C.classes}};
+      export_split(j, "train", train);
+      export_split(j, "val", val);
+      export_split(j, "test", test);
+      std::ofstream(o.export_data) << j.dump() << "\n";
+    }
+
+    // Training batches: a seeded plan per epoch (bucketed by length), built once per epoch.
+    const std::vector<std::size_t> lengths = train.lengths();
+    const data::BatchPlanOptions plan{
+        .batch_size = static_cast<std::size_t>(o.batch_size), .bucket = o.bucket, .seed = o.seed};
+    auto cache = std::make_shared<std::pair<std::int64_t, std::vector<std::vector<std::size_t>>>>(
+        -1, std::vector<std::vector<std::size_t>>{});
+    auto plan_of = [=](std::int64_t e) -> const std::vector<std::vector<std::size_t>>& {
+      if (cache->first != e)
+        *cache = {e, data::plan_batches(lengths, plan, static_cast<std::uint64_t>(e))};
+      return cache->second;
+    };
+    const DataSource source{[=](std::int64_t e) { return plan_of(e).size(); },
+                            [=, &train](std::int64_t e, std::size_t i) {
+                              const std::vector<std::size_t>& rows = plan_of(e)[i];
+                              data::ClassBatch b =
+                                  o.token_dropout > 0
+                                      ? drop_tokens(train, rows, pad, o.token_dropout, o.seed, e)
+                                      : data::make_class_batch(train, rows, pad);
+                              double tokens = 0;
+                              for (std::int64_t k = 0; k < b.keep.numel(); ++k)
+                                tokens += b.keep.at(k);
+                              return Batch{b.inputs(), 0, tokens};
+                            }};
+    const std::int64_t total = planned_steps(o, plan_of(0).size());
+    Trainer trainer(training_graphs<net, kOptimizer>(),
+                    trainer_options(ctx, total, C.d_model, config.dump()));
+    print_model(ctx, config, net, tok->vocab_size());
+
+    const std::vector<Batch> val_b = eval_batches(val, 128, pad, o.test_limit),
+                             test_b = eval_batches(test, 128, pad, o.test_limit);
+    const std::vector<Batch> val_quick = eval_batches(val, 128, pad, o.eval_limit);
+    if (o.eval_only) {
+      trainer.load_weights(ctx.resume);
+    } else {
+      if (!ctx.resume.empty()) trainer.resume(ctx.resume);
+      FitOptions fit{.epochs = o.max_steps > 0 ? std::int64_t{1} << 40 : o.epochs,
+                     .max_steps = o.max_steps,
+                     .accumulation = static_cast<int>(o.accumulation),
+                     .eval_every = o.eval_every,
+                     .checkpoint_path = ctx.checkpoint,
+                     .checkpoint_every = o.checkpoint_every,
+                     .best_path = o.keep_best ? best_path(ctx) : std::string()};
+      fit.evaluate = [&](Trainer& t) {
+        const EvalStats s = t.evaluate(val_quick);
+        MetricsRecord r{.split = "valid"};
+        r.set("loss", s.loss).set("accuracy", s.accuracy);
+        return r;
+      };
+      trainer.fit(source, fit);
+      write_run_files(ctx, net, config);
+      if (o.keep_best && trainer.best_step() > 0) {
+        trainer.load_weights(best_path(ctx));
+        print_result("best_step", static_cast<double>(trainer.best_step()));
+      }
+    }
+    const EvalStats vs = trainer.evaluate(val_b), ts = trainer.evaluate(test_b);
+    // The weights evaluated: the checkpoint read by --eval-only, the best one kept, or the last.
+    const std::string used = o.eval_only                              ? ctx.resume
+                             : o.keep_best && trainer.best_step() > 0 ? best_path(ctx)
+                                                                      : ctx.checkpoint;
+    if (!o.dump_logits.empty()) dump_logits(trainer, val, pad, o.dump_logits, used);
+    const BowResult bow = bow_baseline(texts_of(split.train), train.labels, texts_of(split.val),
+                                       val.labels, texts_of(split.test), test.labels,
+                                       static_cast<int>(all.num_classes()), {.verbose = true});
+    print_result("val_accuracy", vs.accuracy);
+    print_result("test_accuracy", ts.accuracy);
+    print_result("baseline_accuracy", bow.val_accuracy);
+    print_result("baseline_test_accuracy", bow.test_accuracy);
+    print_result("val_loss", vs.loss);
+    print_result("test_loss", ts.loss);
+    print_result("majority_accuracy", majority_accuracy(train.labels, val.labels));
+    print_result("steps", static_cast<double>(trainer.steps_done()));
+    print_throughput(trainer, {vs, ts});
+    print_result("checkpoint", used);
+    return 0;
+  }
+};
+
+}  // namespace
+
+int run_classify(RunContext& ctx) {
+  if (ctx.opt.model == "base") return Classify<kClassifyBase>::run(ctx);
+  if (ctx.opt.model == "small") return Classify<kClassifySmall>::run(ctx);
+  if (ctx.opt.model == "pre") return Classify<kClassifyPre>::run(ctx);
+  if (ctx.opt.model == "pre2") return Classify<kClassifyPre2>::run(ctx);
+  throw Error("stag-train classify: no preset '" + ctx.opt.model + "' (pre, pre2, base, small)");
+}
+
+}  // namespace stag::train_app

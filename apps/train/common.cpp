@@ -1,0 +1,191 @@
+// stag-train's shared pieces: run files, schedules and trainer options from flags, result lines.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <unistd.h>
+
+#include <stag/runtime/render.hpp>
+
+#include "common.hpp"
+
+namespace stag::train_app {
+
+RunContext make_context(Task task, const RunOptions& opt) {
+  RunContext ctx{task, opt, opt.save, opt.metrics, opt.resume};
+  if (ctx.checkpoint.empty()) ctx.checkpoint = opt.out + "/model.safetensors";
+  if (ctx.metrics.empty()) ctx.metrics = opt.out + "/metrics.jsonl";
+  if (opt.eval_only && ctx.resume.empty()) ctx.resume = ctx.checkpoint;
+  std::filesystem::create_directories(opt.out);
+  for (const std::string& f : {ctx.checkpoint, ctx.metrics}) {
+    const std::filesystem::path dir = std::filesystem::path(f).parent_path();
+    if (!dir.empty()) std::filesystem::create_directories(dir);
+  }
+  return ctx;
+}
+
+LrSchedule make_schedule(const RunOptions& o, std::int64_t total_steps, int d_model) {
+  const std::int64_t total = std::max<std::int64_t>(total_steps, o.warmup + 1);
+  if (o.schedule == "constant") return LrSchedule::constant(o.lr, o.warmup);
+  if (o.schedule == "linear") return LrSchedule::linear(o.lr, o.warmup, total, o.min_lr);
+  if (o.schedule == "cosine") return LrSchedule::cosine(o.lr, o.warmup, total, o.min_lr);
+  // inverse_sqrt: --lr scales "Attention Is All You Need"'s rate (peak lr / sqrt(d_model *
+  // warmup)).
+  return LrSchedule::inverse_sqrt(d_model, std::max<std::int64_t>(o.warmup, 1), o.lr);
+}
+
+ProgressOptions progress_options(const std::string& mode) {
+  ProgressOptions p;
+  if (mode == "off") p.out = nullptr;
+  if (mode == "terminal") p.mode = ProgressOptions::Mode::terminal;
+  if (mode == "plain") p.mode = ProgressOptions::Mode::plain;
+  p.every_steps = 50;
+  p.every_seconds = 10;
+  return p;
+}
+
+TrainerOptions trainer_options(const RunContext& ctx, std::int64_t total_steps, int d_model,
+                               const std::string& config_json) {
+  const RunOptions& o = ctx.opt;
+  TrainerOptions t;
+  t.session.threads = o.threads;
+  t.session.seed = o.seed;
+  t.lr = make_schedule(o, total_steps, d_model);
+  t.optimizer = OptimizerSettings{.beta1 = o.beta1,
+                                  .beta2 = o.beta2,
+                                  .eps = o.eps,
+                                  .weight_decay = o.weight_decay,
+                                  .clip_norm = o.clip_norm};
+  t.metrics_path = ctx.metrics;
+  t.log_every = 10;
+  t.progress = o.progress != "off";
+  t.progress_options = progress_options(o.progress);
+  t.config_json = config_json;
+  return t;
+}
+
+nlohmann::json checkpoint_config(const std::string& path, const std::string& task,
+                                 const std::string& preset) {
+  const CheckpointInfo info = read_checkpoint_info(path);
+  nlohmann::json j = nlohmann::json::parse(info.config_json);
+  if (j.value("format", "") != "stag-train/1")
+    throw Error("stag-train: " + path +
+                " was not written by stag-train (its config has no \"format\": \"stag-train/1\")");
+  if (j.value("task", "") != task)
+    throw Error("stag-train: " + path + " is a '" + j.value("task", "") + "' checkpoint, not '" +
+                task + "'");
+  if (j.value("preset", "") != preset)
+    throw Error("stag-train: " + path + " holds preset '" + j.value("preset", "") +
+                "'; pass --model " + j.value("preset", ""));
+  return j;
+}
+
+std::int64_t planned_steps(const RunOptions& o, std::size_t batches_per_epoch) {
+  const auto k = static_cast<std::size_t>(o.accumulation);
+  const auto per_epoch = static_cast<std::int64_t>((batches_per_epoch + k - 1) / k);
+  return o.max_steps > 0 ? o.max_steps : per_epoch * std::max<std::int64_t>(o.epochs, 1);
+}
+
+void print_result(const std::string& name, double value) {
+  std::printf("%s: %.6g\n", name.c_str(), value);
+  std::fflush(stdout);
+}
+void print_result(const std::string& name, const std::string& value) {
+  std::printf("%s: %s\n", name.c_str(), value.c_str());
+  std::fflush(stdout);
+}
+
+void write_run_files(const RunContext& ctx, const GraphView& model,
+                     const nlohmann::ordered_json& config) {
+  std::ofstream(ctx.opt.out + "/config.json") << config.dump(2) << "\n";
+  // The picture sits next to the checkpoint. It is a courtesy: a failure (Graphviz missing a
+  // plugin, a read-only folder) is reported and the run goes on.
+  const std::filesystem::path dir = std::filesystem::path(ctx.checkpoint).parent_path();
+  const std::string svg = (dir.empty() ? std::filesystem::path(".") : dir).string() + "/model.svg";
+  try {
+    draw_model_svg(model, svg, true,
+                   std::string("stag-train ") + task_name(ctx.task) + " " + ctx.opt.model);
+    std::fprintf(stderr, "stag-train %s: model graph drawn in %s\n", task_name(ctx.task),
+                 svg.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr,
+                 "stag-train %s: could not draw the model graph (%s); training is unaffected\n",
+                 task_name(ctx.task), e.what());
+  }
+}
+
+void print_model(const RunContext& ctx, const nlohmann::ordered_json& config,
+                 const GraphView& model, std::size_t tokenizer_vocab) {
+  std::int64_t params = 0;
+  for (int n = 0; n < model.size(); ++n)
+    if (model.node(n).flags & kFlagParam) {
+      std::int64_t k = 1;
+      const ShapeV& s = model.shape(n);
+      for (int i = 0; i < s.rank; ++i) k *= s.dims[i].coef;
+      params += k;
+    }
+  std::fprintf(stderr, "stag-train %s: preset %s %s\n", task_name(ctx.task), ctx.opt.model.c_str(),
+               config.at("model").dump().c_str());
+  std::fprintf(stderr, "stag-train %s: %.2fM parameters, tokenizer %s with %zu ids, data %s\n",
+               task_name(ctx.task), static_cast<double>(params) / 1e6, ctx.opt.tokenizer.c_str(),
+               tokenizer_vocab, ctx.opt.data.c_str());
+}
+
+void print_throughput(const Trainer& t, std::initializer_list<EvalStats> evals) {
+  if (t.totals().seconds > 0) {
+    print_result("train_seconds", t.totals().seconds);
+    print_result("train_tokens_per_s", t.totals().tokens / t.totals().seconds);
+  }
+  double tokens = 0, seconds = 0;
+  for (const EvalStats& e : evals) {
+    tokens += e.tokens;
+    seconds += e.seconds;
+  }
+  if (seconds > 0) print_result("eval_tokens_per_s", tokens / seconds);
+}
+
+double majority_accuracy(const std::vector<std::int32_t>& train,
+                         const std::vector<std::int32_t>& eval) {
+  std::map<std::int32_t, std::size_t> counts;
+  for (std::int32_t l : train) ++counts[l];
+  std::int32_t best = 0;
+  std::size_t most = 0;
+  for (const auto& [l, c] : counts)
+    if (c > most) most = c, best = l;
+  double right = 0;
+  for (std::int32_t l : eval) right += l == best;
+  return eval.empty() ? 0.0 : right / static_cast<double>(eval.size());
+}
+
+std::vector<std::size_t> first_n(std::vector<std::size_t> rows, std::int64_t limit) {
+  if (limit > 0 && static_cast<std::size_t>(limit) < rows.size())
+    rows.resize(static_cast<std::size_t>(limit));
+  return rows;
+}
+
+}  // namespace stag::train_app
+
+#include "presets.hpp"
+#include "tasks.hpp"
+
+namespace stag::train_app {
+
+std::vector<std::pair<std::string, std::string>> list_presets(Task task) {
+  switch (task) {
+    case Task::classify:
+      return {
+          {"pre", "the default: Pre-LN, dropout 0.3 " + to_json(kClassifyPre).dump()},
+          {"pre2", "two layers " + to_json(kClassifyPre2).dump()},
+          {"base", "the articles' classifier as configured there " + to_json(kClassifyBase).dump()},
+          {"small", "8 classes, for langid and zh " + to_json(kClassifySmall).dump()}};
+    case Task::lm:
+      return {{"small", "characters " + to_json(kLmSmall).dump()},
+              {"small-bpe", "BPE " + to_json(kLmSmallBpe).dump()}};
+    case Task::g2p:
+      return {{"small", to_json(kG2pSmall).dump()}};
+  }
+  return {};
+}
+
+}  // namespace stag::train_app

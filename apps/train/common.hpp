@@ -1,0 +1,85 @@
+// What stag-train's tasks share: the run's files and config JSON, the trainer options made from
+// the flags, batching texts into stag::Batch, and the final `name: value` lines.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <stag/models/data/batch.hpp>
+#include <stag/runtime/trainer.hpp>
+
+#include "options.hpp"
+#include "reflect.hpp"
+
+namespace stag::train_app {
+
+// One run of one task: its settings and where its files go.
+struct RunContext {
+  Task task = Task::classify;
+  RunOptions opt;
+  std::string checkpoint;  // --save or <out>/model.safetensors
+  std::string metrics;     // --metrics or <out>/metrics.jsonl
+  std::string resume;      // --resume, or the checkpoint for --eval-only
+};
+
+RunContext make_context(Task task, const RunOptions& opt);
+// <out>/best.safetensors: the weights of the best validation evaluation (--keep-best).
+inline std::string best_path(const RunContext& ctx) {
+  return ctx.opt.out + "/best.safetensors";
+}
+
+// The JSON stored in checkpoints: {"task", "preset", "model": {config}, "run": {flags}, ...}.
+template <class Config>
+nlohmann::ordered_json run_config(const RunContext& ctx, const Config& model_config) {
+  nlohmann::ordered_json j;
+  j["format"] = "stag-train/1";
+  j["task"] = task_name(ctx.task);
+  j["preset"] = ctx.opt.model;
+  j["model"] = to_json(model_config);
+  j["run"] = to_json(ctx.opt);
+  return j;
+}
+
+// The learning-rate schedule the flags describe, over `total_steps` steps.
+LrSchedule make_schedule(const RunOptions& o, std::int64_t total_steps, int d_model);
+// Trainer options from the flags: threads, seed, schedule, optimizer settings, metrics, progress.
+TrainerOptions trainer_options(const RunContext& ctx, std::int64_t total_steps, int d_model,
+                               const std::string& config_json);
+// The settings of a checkpoint's run: the saved tokenizer, model and (for --resume) flags must
+// match this run's; stag::Error naming the difference otherwise.
+nlohmann::json checkpoint_config(const std::string& path, const std::string& task,
+                                 const std::string& preset);
+
+// Optimizer steps in `epochs` epochs of `batches_per_epoch` micro-batches (or --max-steps).
+std::int64_t planned_steps(const RunOptions& o, std::size_t batches_per_epoch);
+
+// The final results: `name: value` lines on stdout (what scripts and docs read).
+void print_result(const std::string& name, double value);
+void print_result(const std::string& name, const std::string& value);
+
+// The progress line's mode from --progress.
+ProgressOptions progress_options(const std::string& mode);
+
+// Runs after each final checkpoint: writes the run's side files: <out>/config.json and the
+// model's forward graph drawn (collapsed) as model.svg next to the checkpoint. A picture that
+// cannot be drawn is reported on stderr and never fails the run.
+void write_run_files(const RunContext& ctx, const GraphView& model,
+                     const nlohmann::ordered_json& config);
+
+// The model's preset, config and size on stderr, before training.
+void print_model(const RunContext& ctx, const nlohmann::ordered_json& config,
+                 const GraphView& model, std::size_t tokenizer_vocab);
+// train_seconds, train_tokens_per_s (steps only: no data preparation or evaluation) and
+// eval_tokens_per_s.
+void print_throughput(const Trainer& t, std::initializer_list<EvalStats> evals);
+// The accuracy of always answering the training split's most frequent label.
+double majority_accuracy(const std::vector<std::int32_t>& train,
+                         const std::vector<std::int32_t>& eval);
+
+// Elements of `rows` first `limit` (0: all).
+std::vector<std::size_t> first_n(std::vector<std::size_t> rows, std::int64_t limit);
+
+}  // namespace stag::train_app

@@ -1,0 +1,201 @@
+// stag-train's defaults per task (measured to fit the time budgets in docs/training.md), the
+// help text of each flag, and the checks of their values.
+#include <map>
+
+#include <stag/ops/kernel.hpp>
+
+#include "options.hpp"
+
+namespace stag::train_app {
+
+const char* task_name(Task t) {
+  switch (t) {
+    case Task::classify:
+      return "classify";
+    case Task::lm:
+      return "lm";
+    case Task::g2p:
+      return "g2p";
+  }
+  return "?";
+}
+
+RunOptions defaults_for(Task task) {
+  RunOptions o;
+  o.tokenizer = "bpe";
+  o.bpe_vocab = 2000;
+  o.lowercase = task == Task::classify;
+  o.limit = 0;
+  o.max_steps = 0;
+  o.accumulation = 1;
+  o.schedule = "cosine";
+  o.min_lr = 0;
+  o.beta1 = 0.9;
+  o.beta2 = 0.999;
+  o.eps = 1e-8;
+  o.weight_decay = 0.01;
+  o.clip_norm = 1.0;
+  o.seed = 1;
+  o.threads = 2;
+  o.bucket = true;
+  o.token_dropout = 0;
+  o.eval_every = 0;
+  o.eval_limit = 0;
+  o.test_limit = 0;
+  o.checkpoint_every = 0;
+  o.keep_best = task == Task::classify;
+  o.eval_only = false;
+  o.progress = "auto";
+  o.out = std::string("runs/") + task_name(task);
+  switch (task) {
+    case Task::classify:
+      o.data = "sentiment";
+      o.model = "pre";
+      o.max_len = 64;
+      o.epochs = 20;
+      o.batch_size = 32;
+      o.lr = 1e-3;
+      o.warmup = 50;
+      o.weight_decay = 0.1;
+      break;
+    case Task::lm:
+      o.data = "fortunes";
+      o.model = "small";
+      o.tokenizer = "char";
+      o.max_len = 128;
+      o.epochs = 1;
+      o.max_steps = 1500;
+      o.batch_size = 32;
+      o.lr = 2e-3;
+      o.warmup = 100;
+      o.weight_decay = 0.1;
+      o.bucket = false;
+      o.eval_every = 500;
+      o.eval_limit = 2000;
+      break;
+    case Task::g2p:
+      o.data = "cmudict";
+      o.model = "small";
+      o.tokenizer = "char";
+      o.max_len = 24;
+      o.epochs = 8;
+      o.batch_size = 128;
+      o.lr = 2e-3;
+      o.warmup = 200;
+      o.weight_decay = 0.01;
+      o.eval_limit = 2000;
+      break;
+  }
+  return o;
+}
+
+const char* help_for(const std::string& field) {
+  static const std::map<std::string, const char*> help = {
+      {"data",
+       "Data set: classify: sentiment, spam, langid, zh; lm: fortunes, pydoc; g2p: cmudict"},
+      {"model", "Compiled model preset (dims are compile-time in stag; --list-models shows them)"},
+      {"tokenizer",
+       "char (one id per character), bpe (byte-level BPE learnt on the training split) or, for "
+       "classify, word (lower-cased words, as the baseline sees them)"},
+      {"bpe_vocab", "BPE vocabulary size (ids), at most the preset's vocab"},
+      {"lowercase",
+       "classify: lower-case ASCII letters and start every text with a space before tokenising (a "
+       "word is then one token wherever it stands)"},
+      {"max_len", "Tokens per example (longer ones are cut); the LM's window length"},
+      {"limit", "Use only the first N training examples (0: all): smoke tests"},
+      {"epochs", "Passes over the training split"},
+      {"max_steps",
+       "Train for this many optimizer steps, however many epochs that takes (0: --epochs decides)"},
+      {"batch_size", "Examples (LM: windows) per micro-batch"},
+      {"accumulation", "Micro-batches per optimizer step (gradient accumulation)"},
+      {"lr", "Peak learning rate"},
+      {"schedule", "Learning-rate schedule: constant, linear, cosine, inverse_sqrt"},
+      {"warmup", "Steps of linear warmup"},
+      {"min_lr", "Final learning rate of the linear and cosine schedules"},
+      {"beta1", "AdamW beta1"},
+      {"beta2", "AdamW beta2"},
+      {"eps", "AdamW epsilon"},
+      {"weight_decay", "AdamW decoupled weight decay (not on biases and norm gains)"},
+      {"clip_norm", "Clip gradients to this global norm (<= 0: off)"},
+      {"seed", "Seed of initialisation, dropout, splits' shuffles and batch order"},
+      {"threads", "CPU threads (0: all cores)"},
+      {"bucket", "Batch examples of similar length together (less padding)"},
+      {"token_dropout",
+       "classify: leave each training token out with this probability, anew each epoch (word "
+       "dropout, as in deep averaging networks); never the last one of a text"},
+      {"eval_every", "Evaluate on the validation split every N steps (0: every epoch)"},
+      {"eval_limit",
+       "Evaluate on at most N examples (LM: windows) per split during training (0: all)"},
+      {"test_limit",
+       "Final evaluation on at most N examples (LM: windows) of the validation and test splits (0: "
+       "all, as reported in docs/training.md): smoke tests"},
+      {"checkpoint_every", "Save a checkpoint every N steps (0: only at the end)"},
+      {"out", "The run's folder: checkpoint, metrics, tokenizer"},
+      {"keep_best",
+       "Keep the weights of the best validation evaluation in <out>/best.safetensors and report "
+       "the final metrics with them (early stopping)"},
+      {"save", "Checkpoint path (default: <out>/model.safetensors)"},
+      {"resume", "Continue training from this checkpoint (same seed and settings)"},
+      {"eval_only",
+       "Only evaluate a checkpoint: --resume PATH, else --save PATH, else <out>/model.safetensors"},
+      {"metrics", "Metrics log, JSON lines (default: <out>/metrics.jsonl)"},
+      {"progress", "Progress line: auto, terminal, plain, off"},
+      {"export_data",
+       "classify: also write the tokenised train/val/test splits to this JSON file "
+       "(tools/torch_classifier.py reads it)"},
+      {"dump_logits",
+       "classify: after training, write the logits of the first 16 validation texts to this JSON "
+       "file (tools/torch_classifier.py check)"},
+  };
+  const auto it = help.find(field);
+  return it == help.end() ? "" : it->second;
+}
+
+void validate(const RunOptions& o, Task task) {
+  auto fail = [](const std::string& flag, const std::string& what) {
+    throw Error("stag-train: --" + flag + ": " + what);
+  };
+  auto one_of = [&](const std::string& flag, const std::string& v,
+                    std::initializer_list<const char*> allowed) {
+    std::string list;
+    for (const char* a : allowed) {
+      if (v == a) return;
+      list += std::string(list.empty() ? "" : ", ") + a;
+    }
+    fail(flag, "'" + v + "' is not one of " + list);
+  };
+  switch (task) {
+    case Task::classify:
+      one_of("data", o.data, {"sentiment", "spam", "langid", "zh"});
+      break;
+    case Task::lm:
+      one_of("data", o.data, {"fortunes", "pydoc"});
+      break;
+    case Task::g2p:
+      one_of("data", o.data, {"cmudict"});
+      break;
+  }
+  if (task == Task::classify)
+    one_of("tokenizer", o.tokenizer, {"char", "bpe", "word"});
+  else
+    one_of("tokenizer", o.tokenizer, {"char", "bpe"});
+  one_of("schedule", o.schedule, {"constant", "linear", "cosine", "inverse_sqrt"});
+  one_of("progress", o.progress, {"auto", "terminal", "plain", "off"});
+  if (o.max_len < 2) fail("max-len", "must be at least 2");
+  if (o.batch_size < 1) fail("batch-size", "must be positive");
+  if (o.accumulation < 1) fail("accumulation", "must be positive");
+  if (o.epochs < 1 && o.max_steps < 1) fail("epochs", "must be positive (or give --max-steps)");
+  if (!(o.lr > 0)) fail("lr", "must be positive");
+  if (o.warmup < 0) fail("warmup", "must not be negative");
+  if (o.min_lr < 0 || o.min_lr > o.lr) fail("min-lr", "must be between 0 and --lr");
+  if (!(o.beta1 >= 0 && o.beta1 < 1)) fail("beta1", "must be in [0, 1)");
+  if (!(o.beta2 >= 0 && o.beta2 < 1)) fail("beta2", "must be in [0, 1)");
+  if (!(o.eps > 0)) fail("eps", "must be positive");
+  if (o.weight_decay < 0) fail("weight-decay", "must not be negative");
+  if (o.threads < 0) fail("threads", "must not be negative");
+  if (!(o.token_dropout >= 0 && o.token_dropout < 1)) fail("token-dropout", "must be in [0, 1)");
+  if (o.limit < 0 || o.eval_limit < 0 || o.test_limit < 0) fail("limit", "must not be negative");
+  if (o.bpe_vocab < 260) fail("bpe-vocab", "must be at least 260 (4 special ids and 256 bytes)");
+}
+
+}  // namespace stag::train_app

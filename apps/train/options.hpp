@@ -1,0 +1,67 @@
+// stag-train's run-time settings: one Hana-reflected struct, so that every field becomes a CLI
+// flag (--batch-size for batch_size), a line of the printed settings and a key of the JSON stored
+// in checkpoints, without a list of names to keep in step. To add a setting: add a member and a
+// help line in options.cpp; task-specific defaults go in defaults_for().
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <boost/hana/define_struct.hpp>
+
+namespace stag::train_app {
+
+enum class Task { classify, lm, g2p };
+
+struct RunOptions {
+  BOOST_HANA_DEFINE_STRUCT(
+      RunOptions,
+      // What to train.
+      (std::string,
+       data),  // classify: sentiment, spam, langid, zh; lm: fortunes, pydoc; g2p: cmudict
+      (std::string, model),       // a compiled preset (see --list-models)
+      (std::string, tokenizer),   // char or bpe
+      (std::int64_t, bpe_vocab),  // merges learnt until the vocabulary has this many ids
+      (bool, lowercase),          // classify: lower-case ASCII letters before tokenising
+      (std::int64_t, max_len),    // tokens per example (longer ones are cut); the LM's window
+      (std::int64_t, limit),  // use only the first N training examples (0: all), for smoke tests
+      // How long and how.
+      (std::int64_t, epochs), (std::int64_t, max_steps),  // 0: epochs decide
+      (std::int64_t, batch_size),
+      (std::int64_t, accumulation),  // micro-batches of batch_size per optimizer step
+      (double, lr),                  // peak learning rate
+      (std::string, schedule),       // constant, linear, cosine, inverse_sqrt
+      (std::int64_t, warmup),        // steps of linear warmup
+      (double, min_lr),              // floor of linear and cosine
+      (double, beta1), (double, beta2), (double, eps), (double, weight_decay),
+      (double, clip_norm),  // <= 0: no clipping
+      (std::uint64_t, seed), (int, threads),
+      (bool, bucket),           // batch texts of similar length together
+      (double, token_dropout),  // classify: drop each training token with this probability
+      // Evaluation, files.
+      (std::int64_t, eval_every),        // steps (0: every epoch)
+      (std::int64_t, eval_limit),        // evaluate on at most N examples per split (0: all)
+      (std::int64_t, test_limit),        // final val/test evaluation on at most N examples (0: all)
+      (std::int64_t, checkpoint_every),  // steps (0: only at the end)
+      (bool, keep_best),                 // keep <out>/best.safetensors and report its metrics
+      (std::string, out),                // the run's folder (checkpoint, metrics, tokenizer)
+      (std::string, save),               // the checkpoint path (default: <out>/model.safetensors)
+      (std::string, resume),             // continue from this checkpoint
+      (bool, eval_only),                 // evaluate the checkpoint (--resume or --save path) only
+      (std::string, metrics),            // JSON lines (default: <out>/metrics.jsonl)
+      (std::string, progress),           // auto, terminal, plain, off
+      (std::string, export_data),  // classify: write the tokenised splits as JSON (for tools/)
+      (std::string,
+       dump_logits)  // classify: write 16 validation texts' logits as JSON (for tools/)
+  );
+};
+
+RunOptions defaults_for(Task task);
+// The help text of a field, by name.
+const char* help_for(const std::string& field);
+// Checks values and combinations; stag::Error naming the flag.
+void validate(const RunOptions& o, Task task);
+
+const char* task_name(Task t);
+
+}  // namespace stag::train_app

@@ -1,0 +1,16 @@
+// The tasks of stag-train, one file each (classify.cpp, lm.cpp, g2p.cpp): each picks its compiled
+// preset by --model, trains with stag::Trainer and prints its results as `name: value` lines.
+#pragma once
+
+#include "common.hpp"
+
+namespace stag::train_app {
+
+int run_classify(RunContext& ctx);
+int run_lm(RunContext& ctx);
+int run_g2p(RunContext& ctx);
+
+// Preset names and one-line descriptions per task, for --list-models.
+std::vector<std::pair<std::string, std::string>> list_presets(Task task);
+
+}  // namespace stag::train_app

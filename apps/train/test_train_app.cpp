@@ -1,0 +1,145 @@
+// stag-train's pieces: the single-batch overfit test of the default classifier preset, the
+// bag-of-words baseline, edit distance and error rates, the unigram baseline, Hana reflection
+// of the flags, and the tokeniser's JSON round trip. Expected values are worked out by hand.
+#include <cmath>
+
+#include <catch2/catch.hpp>
+
+#include <stag/models/data/batch.hpp>
+#include <stag/ops/random.hpp>
+#include <stag/runtime/trainer.hpp>
+
+#include "bow.hpp"
+#include "options.hpp"
+#include "presets.hpp"
+#include "reflect.hpp"
+#include "seq_metrics.hpp"
+#include "tokenizer.hpp"
+
+namespace {
+using namespace stag;
+using namespace stag::train_app;
+
+constexpr auto default_net = model([](Builder& g) { return classifier<kClassifyPre>(g); });
+
+TEST_CASE("the default classifier fits one batch: loss below 0.01 within 200 steps",
+          "[train_app][overfit]") {
+  // 32 rows of random ids (lengths 5..40) with random labels: only memorising fits them.
+  data::EncodedTexts d;
+  for (std::uint64_t i = 0; i < 32; ++i) {
+    const auto len = 5 + static_cast<std::size_t>(random::uniform(1, 2, 3, i) * 36);
+    std::vector<std::int32_t> row;
+    for (std::size_t k = 0; k < len; ++k)
+      row.push_back(4 + static_cast<std::int32_t>(random::uniform(1, 4, i, k) * 1996));
+    d.ids.push_back(row);
+    d.labels.push_back(random::uniform(1, 5, 6, i) < 0.5 ? 0 : 1);
+  }
+  std::vector<std::size_t> rows(32);
+  for (std::size_t i = 0; i < 32; ++i) rows[i] = i;
+  const Batch batch{data::make_class_batch(d, rows).inputs()};
+  Trainer t(training_graphs<default_net, AdamW{.hparams_as_inputs = true}, false>(),
+            {.session = {.threads = 2, .seed = 1},
+             .lr = LrSchedule::constant(1e-3, 10),
+             .progress = false});
+  double loss = 0, first = 0;
+  int steps = 0;
+  while (steps < 200) {
+    loss = t.step(batch).loss;
+    if (steps == 0) first = loss;
+    ++steps;
+    if (loss < 0.01) break;
+  }
+  INFO("loss " << loss << " after " << steps << " steps (dropout on); first step " << first);
+  // It starts from chance (two classes: ln 2), so the fit is learnt, not initial.
+  CHECK(std::abs(first - std::log(2.0)) < 0.2);
+  CHECK(loss < 0.01);
+}
+
+TEST_CASE("bag-of-words words: lower case, apostrophes kept, CJK characters alone", "[train_app]") {
+  CHECK(bow_words("Don't STOP, 2 go!") == std::vector<std::string>{"don't", "stop", "2", "go"});
+  CHECK(bow_words("über Café") == std::vector<std::string>{"über", "café"});
+  CHECK(bow_words("学而时习之 ok") == std::vector<std::string>{"学", "而", "时", "习", "之", "ok"});
+}
+
+TEST_CASE("the bag-of-words baseline separates words that decide the label", "[train_app]") {
+  // "good" means 1 and "bad" means 0, whatever else the text holds.
+  const std::vector<std::string> train = {"good film", "bad film",    "good food",
+                                          "bad food",  "really good", "really bad"};
+  const std::vector<std::int32_t> labels = {1, 0, 1, 0, 1, 0};
+  const std::vector<std::string> val = {"good day", "bad day"},
+                                 test = {"bad film really", "food good"};
+  const BowResult r = bow_baseline(train, labels, val, {1, 0}, test, {0, 1}, 2);
+  CHECK(r.features == 5);  // good, bad, film, food, really ("day" is not in training)
+  CHECK(r.train_accuracy == 1.0);
+  CHECK(r.val_accuracy == 1.0);
+  CHECK(r.test_accuracy == 1.0);
+}
+
+TEST_CASE("edit distance and error rates", "[train_app]") {
+  CHECK(edit_distance({1, 2, 3}, {1, 2, 3}) == 0);
+  CHECK(edit_distance({1, 2, 3}, {1, 3}) == 1);        // one deletion
+  CHECK(edit_distance({1, 2, 3}, {4, 1, 2, 5}) == 2);  // an insertion and a substitution
+  CHECK(edit_distance({}, {7, 8}) == 2);
+  // Two words: one right (3 phonemes), one with 1 edit against 2 reference phonemes.
+  const ErrorRates e = error_rates({{1, 2, 3}, {4}}, {{1, 2, 3}, {4, 5}});
+  CHECK(e.per == Approx(1.0 / 5.0));
+  CHECK(e.wer == Approx(0.5));
+}
+
+TEST_CASE("the unigram baseline's bits per character", "[train_app]") {
+  // Train "ab" + end: counts a 1, b 1, end 1 (total 3). Alphabet {a, b, end} plus one unseen: 4.
+  // Eval "a" + end: p(a) = 2/7, p(end) = 2/7.
+  CHECK(unigram_bits_per_char({"ab"}, {"a"}) == Approx(-std::log2(2.0 / 7.0)));
+  // An unseen character gets 1 / (3 + 5) (the alphabet grows by 'c').
+  CHECK(unigram_bits_per_char({"ab"}, {"c"}) ==
+        Approx((-std::log2(1.0 / 8.0) - std::log2(2.0 / 8.0)) / 2));
+}
+
+TEST_CASE("run options reflect into flags and JSON and back", "[train_app]") {
+  RunOptions o = defaults_for(Task::classify);
+  CLI::App app;
+  add_flags(app, o, &help_for);
+  const char* argv[] = {"x",   "--batch-size", "7",          "--lr",
+                        "0.5", "--no-bucket",  "--schedule", "linear"};
+  app.parse(8, const_cast<char**>(argv));
+  CHECK(o.batch_size == 7);
+  CHECK(o.lr == 0.5);
+  CHECK_FALSE(o.bucket);
+  CHECK(o.schedule == "linear");
+  const nlohmann::ordered_json j = to_json(o);
+  CHECK(j.at("batch_size") == 7);
+  CHECK(j.begin().key() == "data");  // declaration order
+  RunOptions back = defaults_for(Task::lm);
+  from_json(nlohmann::json::parse(j.dump()), back);
+  CHECK(to_json(back) == j);
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    INFO(it.key());
+    CHECK(std::string(help_for(it.key())).size() > 10);  // every flag has help
+  }
+  CHECK(to_json(kClassifyBase).at("d_model") == 128);
+}
+
+TEST_CASE("bad flag values are refused with the flag's name", "[train_app]") {
+  RunOptions o = defaults_for(Task::g2p);
+  o.data = "sentiment";
+  CHECK_THROWS_WITH(validate(o, Task::g2p),
+                    Catch::Contains("--data: 'sentiment' is not one of cmudict"));
+  o = defaults_for(Task::classify);
+  o.min_lr = 1.0;
+  CHECK_THROWS_WITH(validate(o, Task::classify), Catch::Contains("--min-lr"));
+}
+
+TEST_CASE("the run's tokenizer survives the checkpoint's JSON", "[train_app]") {
+  const std::vector<std::string> texts = {"hello world", "hello there", "world of words"};
+  for (const char* kind : {"char", "bpe"}) {
+    const TextTokenizer t = TextTokenizer::learn(kind, texts, 300, 280);
+    const TextTokenizer back = TextTokenizer::from_json(nlohmann::json::parse(t.to_json().dump()));
+    CHECK(back.encode("hello words") == t.encode("hello words"));
+    CHECK(back.vocab_size() == t.vocab_size());
+    double chars = 0;
+    for (std::int32_t id : t.encode("héllo")) chars += t.chars_of(id);
+    CHECK(chars == 5);  // é is one character even when BPE splits its two bytes
+  }
+}
+
+}  // namespace

@@ -1,0 +1,59 @@
+# stag-train's tests (included by tests/CMakeLists.txt): unit tests of the app's pieces, the
+# single-batch overfit test of the default classifier, and smoke runs of each task on real data.
+set(STAG_TRAIN_DIR ${PROJECT_SOURCE_DIR}/apps/train)
+add_executable(stag_train_tests ${STAG_TRAIN_DIR}/test_train_app.cpp)
+target_link_libraries(stag_train_tests PRIVATE stag_train_app Catch2::Catch2WithMain)
+target_include_directories(stag_train_tests PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+target_compile_options(stag_train_tests PRIVATE -Wall -Wextra)
+catch_discover_tests(stag_train_tests PROPERTIES ENVIRONMENT "OMP_WAIT_POLICY=passive" LABELS unit)
+
+# Smoke tests of the program on real data (seconds each); exit code 77 (skipped) when the
+# data sets are not installed (tools/data.sh).
+set(smoke ${CMAKE_BINARY_DIR}/smoke)
+set(quick --threads 2 --progress plain --seed 3)
+add_test(NAME stag_train.classify COMMAND stag-train ${quick} --limit 300 --epochs 2 --model small --out ${smoke}/classify)
+add_test(NAME stag_train.classify_resume COMMAND stag-train classify ${quick} --limit 300 --epochs 3 --model small
+         --out ${smoke}/classify --resume ${smoke}/classify/model.safetensors)
+add_test(NAME stag_train.classify_eval_only COMMAND stag-train classify ${quick} --model small --eval-only
+         --out ${smoke}/classify)
+set_tests_properties(stag_train.classify_resume PROPERTIES DEPENDS stag_train.classify)
+set_tests_properties(stag_train.classify_eval_only PROPERTIES DEPENDS stag_train.classify_resume)
+set_tests_properties(stag_train.classify stag_train.classify_resume stag_train.classify_eval_only PROPERTIES
+  PASS_REGULAR_EXPRESSION "val_accuracy: .*test_accuracy: .*baseline_accuracy: ")
+add_test(NAME stag_train.lm COMMAND stag-train lm ${quick} --limit 300 --max-steps 6 --batch-size 4 --max-len 32
+         --eval-limit 16 --eval-every 3 --accumulation 2 --test-limit 64 --out ${smoke}/lm)
+set_tests_properties(stag_train.lm PROPERTIES PASS_REGULAR_EXPRESSION "val_bpc: .*unigram_bpc: ")
+add_test(NAME stag_train.g2p COMMAND stag-train g2p ${quick} --limit 400 --max-steps 5 --batch-size 16
+         --eval-limit 40 --test-limit 200 --out ${smoke}/g2p)
+set_tests_properties(stag_train.g2p PROPERTIES PASS_REGULAR_EXPRESSION "test_per: .*test_wer: ")
+add_test(NAME stag_train.bad_flag COMMAND stag-train --schedule wavy)
+set_tests_properties(stag_train.bad_flag PROPERTIES PASS_REGULAR_EXPRESSION "--schedule: 'wavy' is not one of")
+set_tests_properties(stag_train.classify stag_train.classify_resume stag_train.classify_eval_only stag_train.lm
+  stag_train.g2p stag_train.bad_flag PROPERTIES LABELS unit ENVIRONMENT "OMP_WAIT_POLICY=passive" SKIP_RETURN_CODE 77)
+
+# A data set that is not installed: a message naming what is missing and how to install it.
+add_test(NAME stag_train.missing_data COMMAND stag-train classify --threads 1 --out ${smoke}/missing)
+set_tests_properties(stag_train.missing_data PROPERTIES LABELS unit
+  ENVIRONMENT "STAG_DATA_DIR=${CMAKE_BINARY_DIR}/no-such-data;OMP_WAIT_POLICY=passive"
+  PASS_REGULAR_EXPRESSION "STAG_DATA_DIR=.*no-such-data has no npm/ folder \\(run tools/data.sh\\)")
+add_test(NAME stag_train.missing_fortunes COMMAND stag-train lm --threads 1 --out ${smoke}/missing)
+set_tests_properties(stag_train.missing_fortunes PROPERTIES LABELS unit
+  ENVIRONMENT "STAG_FORTUNES_DIR=${CMAKE_BINARY_DIR}/no-such-fortunes;OMP_WAIT_POLICY=passive"
+  PASS_REGULAR_EXPRESSION "no-such-fortunes.*run tools/data.sh")
+
+# stag-generate samples from the checkpoint that stag_train.lm wrote (its preset and tokenizer).
+if(TARGET stag-generate)
+  add_test(NAME stag_train.lm_generate COMMAND stag-generate --checkpoint ${smoke}/lm/model.safetensors
+           --prompt "The " --max-new-tokens 16 --threads 1 --seed 2)
+  set_tests_properties(stag_train.lm_generate PROPERTIES LABELS unit DEPENDS stag_train.lm
+    ENVIRONMENT "OMP_WAIT_POLICY=passive" PASS_REGULAR_EXPRESSION "model: small \\(char tokeniser\\).*tokens_per_s: ")
+endif()
+
+# A picture that cannot be written (model.svg is a folder here) is reported; the run goes on.
+add_test(NAME stag_train.svg_fail_setup COMMAND ${CMAKE_COMMAND} -E make_directory ${smoke}/svgfail/model.svg)
+set_tests_properties(stag_train.svg_fail_setup PROPERTIES LABELS unit FIXTURES_SETUP svgfail)
+add_test(NAME stag_train.svg_fail COMMAND stag-train classify ${quick} --limit 100 --epochs 1 --model small
+         --test-limit 50 --out ${smoke}/svgfail)
+set_tests_properties(stag_train.svg_fail PROPERTIES LABELS unit FIXTURES_REQUIRED svgfail
+  ENVIRONMENT "OMP_WAIT_POLICY=passive" SKIP_RETURN_CODE 77
+  PASS_REGULAR_EXPRESSION "could not draw the model graph .*training is unaffected.*val_accuracy: ")

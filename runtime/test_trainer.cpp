@@ -1,0 +1,381 @@
+// stag::Trainer: reproducibility (same seed, same losses, bit for bit), exact resume, gradient
+// accumulation against one large batch, evaluation weighting, shared weights, non-finite losses.
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include <stag/models/data/batch.hpp>
+#include <stag/runtime/trainer.hpp>
+
+#include "harness.hpp"
+#include "test_files.hpp"
+
+namespace {
+using namespace stag;
+
+constexpr ClassifierConfig kDrop{.vocab = 20,
+                                 .max_len = 12,
+                                 .d_model = 16,
+                                 .heads = 2,
+                                 .d_ff = 32,
+                                 .layers = 1,
+                                 .classes = 3,
+                                 .dropout = 0.1};
+constexpr ClassifierConfig kNoDrop{.vocab = 20,
+                                   .max_len = 12,
+                                   .d_model = 16,
+                                   .heads = 2,
+                                   .d_ff = 32,
+                                   .layers = 1,
+                                   .classes = 3,
+                                   .dropout = 0.0};
+constexpr auto drop_net = model([](Builder& g) { return classifier<kDrop>(g); });
+constexpr auto nodrop_net = model([](Builder& g) { return classifier<kNoDrop>(g); });
+constexpr AdamW kOpt{.weight_decay = 0.01, .clip_norm = 1.0, .hparams_as_inputs = true};
+
+// Rows of random ids with random lengths; the label is the id of the first token mod 3, so
+// there is something to learn.
+data::EncodedTexts make_rows(std::size_t n, std::uint64_t seed) {
+  data::EncodedTexts d;
+  const Array ids = th::random_array(DType::i32, {static_cast<std::int64_t>(n), 10}, seed, 4, 20);
+  const Array lens = th::random_array(DType::i32, {static_cast<std::int64_t>(n)}, seed + 1, 2, 11);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<std::int32_t> row;
+    for (std::int64_t k = 0; k < static_cast<std::int64_t>(lens.at(static_cast<std::int64_t>(i)));
+         ++k)
+      row.push_back(static_cast<std::int32_t>(ids.at(static_cast<std::int64_t>(i) * 10 + k)));
+    d.labels.push_back(row[0] % 3);
+    d.ids.push_back(std::move(row));
+  }
+  return d;
+}
+
+Batch batch_of(const data::EncodedTexts& d, std::vector<std::size_t> rows) {
+  return Batch{data::make_class_batch(d, rows).inputs()};
+}
+
+DataSource source_of(const data::EncodedTexts& d, std::size_t batch_size, std::uint64_t seed) {
+  const std::vector<std::size_t> lengths = d.lengths();
+  return {[=](std::int64_t e) {
+            return data::plan_batches(lengths, {.batch_size = batch_size, .seed = seed},
+                                      static_cast<std::uint64_t>(e))
+                .size();
+          },
+          [=, &d](std::int64_t e, std::size_t i) {
+            const auto plan = data::plan_batches(lengths, {.batch_size = batch_size, .seed = seed},
+                                                 static_cast<std::uint64_t>(e));
+            return batch_of(d, plan[i]);
+          }};
+}
+
+std::vector<double> train_losses(const std::string& metrics) {
+  std::vector<double> out;
+  for (const MetricsRecord& r : read_metrics(metrics))
+    if (r.split == "train") out.push_back(*r.get("loss"));
+  return out;
+}
+
+TrainerOptions options(std::uint64_t seed, const std::string& metrics = {}) {
+  return {.session = {.threads = 2, .seed = seed},
+          .lr = LrSchedule::cosine(3e-3, 3, 40),
+          .metrics_path = metrics,
+          .progress = false};
+}
+
+TEST_CASE("the same seed gives the same losses bit for bit; another seed does not", "[trainer]") {
+  const data::EncodedTexts d = make_rows(40, 7);
+  auto losses = [&](std::uint64_t seed) {
+    Trainer t(training_graphs<drop_net, kOpt>(), options(seed));
+    std::vector<double> out;
+    const DataSource src = source_of(d, 8, seed);
+    for (std::int64_t e = 0; e < 2; ++e)
+      for (std::size_t i = 0; i < src.num_batches(e); ++i)
+        out.push_back(t.step(src.batch(e, i)).loss);
+    return out;
+  };
+  const std::vector<double> a = losses(5), b = losses(5), c = losses(6);
+  REQUIRE(a.size() == 10);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    INFO("step " << i + 1);
+    CHECK(std::memcmp(&a[i], &b[i], sizeof(double)) == 0);
+  }
+  CHECK(a != c);
+}
+
+TEST_CASE("resuming from a checkpoint gives exactly the losses of an uninterrupted run",
+          "[trainer]") {
+  const th::TempDir dir("trainer_resume");
+  const data::EncodedTexts d = make_rows(44, 8);
+  for (int accumulation : {1, 2}) {
+    INFO("accumulation " << accumulation);
+    const FitOptions fit{.epochs = 3, .accumulation = accumulation};
+    const std::string full = dir / "full.jsonl", part = dir / "part.jsonl",
+                      ckpt = dir / "mid.safetensors";
+    std::filesystem::remove(full);
+    std::filesystem::remove(part);
+    NamedArrays final_full;
+    {
+      Trainer t(training_graphs<drop_net, kOpt>(), options(9, full));
+      t.fit(source_of(d, 8, 9), fit);
+      for (const auto& [k, v] : t.params()) final_full.emplace(k, v.clone());
+    }
+    {  // Interrupted after 4 steps (mid-epoch), with a checkpoint at step 4 and lines logged after
+       // it.
+      Trainer t(training_graphs<drop_net, kOpt>(), options(9, part));
+      FitOptions first = fit;
+      first.checkpoint_path = ckpt;
+      first.checkpoint_every = 4;
+      first.stop_after = 5;
+      t.fit(source_of(d, 8, 9), first);
+      CHECK(t.steps_done() == 5);
+    }
+    Trainer t(training_graphs<drop_net, kOpt>(), options(9, part));
+    const CheckpointInfo info = t.resume(ckpt);
+    CHECK(info.state.step == 4);
+    CHECK(t.steps_done() == 4);
+    t.fit(source_of(d, 8, 9), fit);
+    const std::vector<double> a = train_losses(full), b = train_losses(part);
+    REQUIRE(a.size() == static_cast<std::size_t>(t.steps_done()));
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      INFO("step " << i + 1);
+      CHECK(std::memcmp(&a[i], &b[i], sizeof(double)) == 0);
+    }
+    for (const auto& [k, v] : t.params()) {
+      INFO(k);
+      CHECK(std::memcmp(v.raw(), final_full.at(k).raw(), v.bytes()) == 0);
+    }
+  }
+}
+
+TEST_CASE("each fresh run starts its metrics file anew", "[trainer]") {
+  const th::TempDir dir("trainer_metrics");
+  const std::string path = dir / "m.jsonl";
+  const data::EncodedTexts d = make_rows(8, 4);
+  for (int run = 0; run < 2; ++run) {
+    Trainer t(training_graphs<drop_net, kOpt, false>(), options(1, path));
+    for (int i = 0; i < 3; ++i) t.step(batch_of(d, {0, 1, 2, 3}));
+  }
+  // Three steps logged (log_every 1), not six: the second run did not append to the first.
+  CHECK(train_losses(path).size() == 3);
+}
+
+TEST_CASE("resuming with another seed is refused", "[trainer]") {
+  const th::TempDir dir("trainer_seed");
+  Trainer a(training_graphs<drop_net, kOpt, false>(), options(1));
+  a.save(dir / "a.safetensors");
+  Trainer b(training_graphs<drop_net, kOpt, false>(), options(2));
+  CHECK_THROWS_WITH(b.resume(dir / "a.safetensors"),
+                    Catch::Contains("seed 1, this run has seed 2"));
+}
+
+TEST_CASE("micro-batches of 5, 4 and 3 rows accumulate to the gradient of one 12-row batch",
+          "[trainer]") {
+  const data::EncodedTexts d = make_rows(12, 3);
+  Trainer big(training_graphs<nodrop_net, kOpt>(), options(4));
+  Trainer acc(training_graphs<nodrop_net, kOpt>(), options(4));
+  const StepStats s1 = big.step(batch_of(d, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+  const std::vector<Batch> micro = {batch_of(d, {0, 1, 2, 3, 4}), batch_of(d, {5, 6, 7, 8}),
+                                    batch_of(d, {9, 10, 11})};
+  const StepStats s2 = acc.step(micro);
+  CHECK(s2.loss == Approx(s1.loss).epsilon(1e-6));
+  CHECK(s2.grad_norm == Approx(s1.grad_norm).epsilon(1e-5));
+  for (const auto& [name, value] : big.params()) {
+    if (name.ends_with(".adam_m") || name.ends_with(".adam_v")) continue;
+    INFO(name);
+    th::require_close(acc.gradient(name), big.gradient(name), 1e-5);
+  }
+  // Equal weights would be wrong here: the 3-row batch would count as much as the 5-row one.
+  std::vector<Batch> unweighted = micro;
+  for (Batch& b : unweighted) b.weight = 1;
+  Trainer wrong(training_graphs<nodrop_net, kOpt>(), options(4));
+  CHECK(std::abs(wrong.step(unweighted).loss - s1.loss) > 1e-4);
+}
+
+TEST_CASE("evaluation weights batches by their labels and sees the trained weights", "[trainer]") {
+  const data::EncodedTexts d = make_rows(24, 11);
+  Trainer t(training_graphs<drop_net, kOpt, false>(), options(12));
+  for (int i = 0; i < 5; ++i) t.step(batch_of(d, {0, 1, 2, 3, 4, 5, 6, 7}));
+  const std::vector<Batch> split = {batch_of(d, {8, 9, 10, 11, 12, 13, 14}),
+                                    batch_of(d, {15, 16, 17})};
+  const std::vector<Batch> whole = {batch_of(d, {8, 9, 10, 11, 12, 13, 14, 15, 16, 17})};
+  const EvalStats a = t.evaluate(split), b = t.evaluate(whole);
+  CHECK(a.count == 10);
+  CHECK(a.loss == Approx(b.loss).epsilon(1e-6));
+  CHECK(a.accuracy == b.accuracy);
+  // An independent session with a copy of the trained weights agrees (dropout off).
+  Session fresh(drop_net, {.threads = 1, .seed = 99});
+  NamedArrays weights;
+  for (const auto& [k, v] : t.params())
+    if (fresh.params().count(k)) weights.emplace(k, v);
+  fresh.set_params(weights);
+  fresh.set_inputs(whole[0].inputs);
+  fresh.run();
+  CHECK(b.loss == Approx(fresh.result()).epsilon(1e-6));
+  const Array logits = fresh.get("logits");
+  double right = 0;
+  for (std::int64_t r = 0; r < 10; ++r) {
+    std::int64_t best = 0;
+    for (std::int64_t c = 1; c < 3; ++c)
+      if (logits.at(r * 3 + c) > logits.at(r * 3 + best)) best = c;
+    right += best == d.labels[static_cast<std::size_t>(8 + r)];
+  }
+  CHECK(b.accuracy == right / 10);
+}
+
+// A regression with a float input, so a NaN can come from the data.
+constexpr auto regress = model([](Builder& g) {
+  auto x = input<"x", Shape<dims::batch, 3>>(g);
+  auto y = input<"y", Shape<dims::batch, 1>>(g);
+  auto pred = linear<1>(g / "lin", x);
+  return mean<0, 1>((pred - y) * (pred - y));
+});
+
+NamedArrays regress_batch(float first) {
+  return {{"x", Array::from<float>({2, 3}, {first, 1.f, 2.f, -1.f, 0.5f, 0.25f})},
+          {"y", Array::from<float>({2, 1}, {1.f, -1.f})}};
+}
+
+TEST_CASE("a NaN loss stops training with the step's number and leaves the parameters alone",
+          "[trainer]") {
+  Trainer t(training_graphs<regress, kOpt, false>(), options(1));
+  t.step(regress_batch(0.5f));
+  NamedArrays before;
+  for (const auto& [k, v] : t.params()) before.emplace(k, v.clone());
+  try {
+    t.step(regress_batch(std::nanf("")));
+    FAIL("no exception");
+  } catch (const NonFiniteLoss& e) {
+    CHECK(e.step == 2);
+    CHECK_THAT(e.what(), Catch::Contains("step 2: the loss is nan") &&
+                             Catch::Contains("parameters are those after step 1"));
+  }
+  CHECK(t.steps_done() == 1);
+  for (const auto& [k, v] : t.params()) {
+    INFO(k);
+    CHECK(std::memcmp(v.raw(), before.at(k).raw(), v.bytes()) == 0);
+  }
+  // With the skip policy the run goes on and counts the bad step.
+  TrainerOptions o = options(1);
+  o.on_nonfinite = NonFinitePolicy::skip;
+  Trainer s(training_graphs<regress, kOpt, false>(), o);
+  CHECK(s.step(regress_batch(std::nanf(""))).skipped);
+  CHECK_FALSE(s.step(regress_batch(0.5f)).skipped);
+  CHECK(s.skipped_steps() == 1);
+  CHECK(s.steps_done() == 2);
+}
+
+// The same regression on 4 features: its "lin.weight" is [1, 4] where regress has [1, 3].
+constexpr auto regress4 = model([](Builder& g) {
+  auto x = input<"x", Shape<dims::batch, 4>>(g);
+  auto y = input<"y", Shape<dims::batch, 1>>(g);
+  auto pred = linear<1>(g / "lin", x);
+  return mean<0, 1>((pred - y) * (pred - y));
+});
+
+NamedArrays copy_params(const Trainer& t) {
+  NamedArrays out;
+  for (const auto& [k, v] : t.params()) out.emplace(k, v.clone());
+  return out;
+}
+
+void require_unchanged(const Trainer& t, const NamedArrays& before) {
+  for (const auto& [k, v] : t.params()) {
+    INFO(k);
+    REQUIRE(std::memcmp(v.raw(), before.at(k).raw(), v.bytes()) == 0);
+  }
+}
+
+TEST_CASE(
+    "a checkpoint of another shape or a truncated one is an error naming the tensor; the "
+    "trainer keeps its weights",
+    "[trainer]") {
+  const th::TempDir dir("trainer_bad_ckpt");
+  const std::string path = dir / "three.safetensors";
+  Trainer three(training_graphs<regress, kOpt, false>(), options(1));
+  three.step(regress_batch(0.5f));
+  three.save(path);
+
+  Trainer four(training_graphs<regress4, kOpt, false>(), options(1));
+  const NamedArrays before = copy_params(four);
+  // Parameters and their AdamW moments share the shape; whichever is checked first is named.
+  const std::string shape_error = th::error_of([&] { four.resume(path); });
+  CHECK_THAT(shape_error, Catch::Contains("tensor 'lin.weight") &&
+                              Catch::Contains("has shape [1, 3], the model expects [1, 4]"));
+  CHECK_THAT(th::error_of([&] { four.load_weights(path); }),
+             Catch::Contains("has shape [1, 3], the model expects [1, 4]"));
+  require_unchanged(four, before);
+  CHECK(four.steps_done() == 0);
+
+  // The file cut in the middle of its data section.
+  std::vector<std::uint8_t> bytes = th::read_bytes(path);
+  bytes.resize(bytes.size() - 10);
+  const std::string cut = dir / "cut.safetensors";
+  th::write_bytes(cut, bytes);
+  Trainer again(training_graphs<regress, kOpt, false>(), options(1));
+  const NamedArrays fresh = copy_params(again);
+  const std::string trunc_error = th::error_of([&] { again.resume(cut); });
+  CHECK_THAT(trunc_error, Catch::Contains(cut) && Catch::Contains("tensor '") &&
+                              Catch::Contains("is the file truncated?"));
+  require_unchanged(again, fresh);
+  // The intact file still loads into the right model.
+  again.resume(path);
+  CHECK(again.steps_done() == 1);
+}
+
+TEST_CASE(
+    "a token id outside the vocabulary or a label outside the classes is an error, and "
+    "training goes on after it",
+    "[trainer]") {
+  const data::EncodedTexts d = make_rows(8, 21);
+  Trainer t(training_graphs<drop_net, kOpt, false>(), options(3));
+  t.step(batch_of(d, {0, 1, 2, 3}));
+  const NamedArrays before = copy_params(t);
+
+  data::EncodedTexts bad_id = d;
+  bad_id.ids[2][1] = 20;  // the vocabulary is 0..19
+  const std::string id_error = th::error_of([&] { t.step(batch_of(bad_id, {0, 1, 2, 3})); });
+  CHECK_THAT(id_error, Catch::Contains("embedding") &&
+                           Catch::Contains("token id 20 at [2, 1] is outside [0, 20)"));
+  data::EncodedTexts bad_label = d;
+  bad_label.labels[3] = 3;  // three classes: 0..2
+  const std::string label_error = th::error_of([&] { t.step(batch_of(bad_label, {0, 1, 2, 3})); });
+  CHECK_THAT(label_error, Catch::Contains("label 3") && Catch::Contains("outside [0, 3)"));
+  CHECK_THAT(th::error_of([&] { t.evaluate(std::vector<Batch>{batch_of(bad_id, {2})}); }),
+             Catch::Contains("token id 20 at [0, 1] is outside [0, 20)"));
+  require_unchanged(t, before);
+  CHECK(t.steps_done() == 1);
+  // Nothing was half-applied: the next good step is the one an undisturbed trainer takes.
+  Trainer ref(training_graphs<drop_net, kOpt, false>(), options(3));
+  ref.step(batch_of(d, {0, 1, 2, 3}));
+  const double a = t.step(batch_of(d, {4, 5, 6, 7})).loss;
+  const double b = ref.step(batch_of(d, {4, 5, 6, 7})).loss;
+  CHECK(std::memcmp(&a, &b, sizeof a) == 0);
+}
+
+TEST_CASE("fit: max_steps with unbounded epochs stops there; an empty data source is an error",
+          "[trainer]") {
+  const data::EncodedTexts d = make_rows(12, 5);
+  Trainer t(training_graphs<drop_net, kOpt, false>(), options(2));
+  // 12 rows in batches of 4: 3 steps per epoch, so 7 steps end one step into the third epoch.
+  t.fit(source_of(d, 4, 2), {.epochs = std::int64_t{1} << 40, .max_steps = 7});
+  CHECK(t.steps_done() == 7);
+  CHECK(t.epoch() == 2);
+  CHECK(t.batch_in_epoch() == 1);
+  const data::EncodedTexts none;
+  Trainer e(training_graphs<drop_net, kOpt, false>(), options(2));
+  CHECK_THROWS_WITH(e.fit(source_of(none, 4, 2), {.epochs = 3}),
+                    Catch::Contains("epoch 0 has no batches"));
+}
+
+TEST_CASE("optimizer settings compiled into the graph cannot be overridden silently", "[trainer]") {
+  TrainerOptions o = options(1);
+  o.optimizer = OptimizerSettings{.weight_decay = 0.5};
+  CHECK_THROWS_WITH((Trainer(training_graphs<regress, AdamW{}, false>(), o)),
+                    Catch::Contains("hparams_as_inputs"));
+  CHECK_THROWS_WITH(
+      Trainer(training_graphs<regress, kOpt, false>(), options(1)).step(std::vector<Batch>(2)),
+      Catch::Contains("no accumulation graphs"));
+}
+
+}  // namespace

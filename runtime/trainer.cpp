@@ -1,0 +1,277 @@
+// stag::Trainer: sessions sharing one parameter store, the optimizer step (fused or accumulated),
+// evaluation, and the run state that checkpoints carry.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include <stag/runtime/trainer.hpp>
+
+namespace stag {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+Array scalar_f32(double v) {
+  return Array::from<float>({}, {static_cast<float>(v)});
+}
+
+bool has_input(const GraphView& g, std::string_view name) {
+  const int n = g.find(name);
+  return n >= 0 && (g.node(n).flags & kFlagInput);
+}
+
+// The labels a batch is scored against: the first of the usual names it has.
+const Array* find_labels(const NamedArrays& inputs) {
+  for (const char* name : {"label", "targets", "tgt_out"}) {
+    const auto it = inputs.find(name);
+    if (it != inputs.end()) return &it->second;
+  }
+  return nullptr;
+}
+
+std::string format_value(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, std::abs(v) >= 1e-3 && std::abs(v) < 1e5 ? "%.4f" : "%.3e", v);
+  return buf;
+}
+
+}  // namespace
+
+double count_labels(const NamedArrays& inputs, std::int64_t ignore_index) {
+  const Array* labels = find_labels(inputs);
+  if (labels == nullptr) return 1;
+  double n = 0;
+  for (std::int64_t i = 0; i < labels->numel(); ++i)
+    n += labels->at(i) != static_cast<double>(ignore_index);
+  return n;
+}
+
+double EvalStats::perplexity() const {
+  return std::exp(loss);
+}
+double EvalStats::bits_per_token() const {
+  return loss / std::log(2.0);
+}
+double EvalStats::bits_per_char(double chars) const {
+  return chars > 0 ? loss * count / std::log(2.0) / chars : std::nan("");
+}
+
+Trainer::Trainer(const TrainingGraphs& graphs, TrainerOptions options)
+    : graphs_(graphs),
+      opts_(std::move(options)),
+      optim_(opts_.optimizer.value_or(graphs.defaults)) {
+  if (graphs_.step.size() == 0 || graphs_.model.size() == 0)
+    throw Error(
+        "stag::Trainer: the graphs need a model and a training step (use training_graphs<model, "
+        "optimizer>())");
+  if (opts_.optimizer && !has_input(graphs_.step, "clip_norm"))
+    throw Error(
+        "stag::Trainer: TrainerOptions::optimizer was given, but the training graph has its "
+        "optimizer settings "
+        "compiled in; build it with the optimizer's hparams_as_inputs = true");
+  if (opts_.log_every < 1) throw Error("stag::Trainer: log_every must be at least 1");
+  SessionOptions so = opts_.session;
+  so.keep.clear();  // names of the evaluation graph's nodes (see eval_session)
+  so.keep_all = false;
+  step_session_ = std::make_unique<Session>(graphs_.step, so);
+  if (graphs_.grad.size() > 0 && graphs_.update.size() > 0) {
+    so.shared_params = step_session_->params();
+    grad_session_ = std::make_unique<Session>(graphs_.grad, so);
+    update_session_ = std::make_unique<Session>(graphs_.update, so);
+  }
+}
+
+MetricsLog* Trainer::metrics() {
+  // Opened at the first record: a fresh run starts the file anew (one file per run), while
+  // resume() has already opened it for appending after the checkpoint's step.
+  if (!log_ && !opts_.metrics_path.empty())
+    log_ = std::make_unique<MetricsLog>(opts_.metrics_path, /*append=*/false);
+  return log_.get();
+}
+
+Trainer::~Trainer() = default;
+
+const NamedArrays& Trainer::params() const {
+  return step_session_->params();
+}
+
+Session& Trainer::eval_session() {
+  if (!eval_session_) {
+    SessionOptions so = opts_.session;
+    so.shared_params = step_session_->params();
+    eval_session_ = std::make_unique<Session>(graphs_.model, so);
+  }
+  return *eval_session_;
+}
+
+std::uint64_t Trainer::dropout_counter(std::int64_t t, std::size_t micro) const {
+  // Every micro-batch of every step draws its own dropout masks, and the same ones on resume.
+  return static_cast<std::uint64_t>(t) * 4096u + micro;
+}
+
+void Trainer::set_step_inputs(Session& s, std::int64_t t) {
+  const GraphView& g = s.graph();
+  s.set_input("lr", scalar_f32(opts_.lr.at(t)));
+  if (has_input(g, "step")) s.set_input("step", scalar_f32(static_cast<double>(t)));
+  const std::pair<const char*, double> settings[] = {{"beta1", optim_.beta1},
+                                                     {"beta2", optim_.beta2},
+                                                     {"eps", optim_.eps},
+                                                     {"momentum", optim_.momentum},
+                                                     {"weight_decay", optim_.weight_decay},
+                                                     {"clip_norm", optim_.clip_norm}};
+  for (const auto& [name, value] : settings)
+    if (has_input(g, name)) s.set_input(name, scalar_f32(value));
+}
+
+StepStats Trainer::step(const Batch& batch) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::int64_t t = step_ + 1;
+  Session& s = *step_session_;
+  s.set_inputs(batch.inputs);
+  set_step_inputs(s, t);
+  s.run({.training = true, .step = dropout_counter(t, 0)});
+  last_accumulated_ = false;
+  StepStats st{.step = t,
+               .loss = s.result(),
+               .grad_norm = s.get("grad_norm").at(0),
+               .lr = opts_.lr.at(t),
+               .tokens = batch.tokens};
+  st.seconds = seconds_since(t0);
+  return finish_step(st);
+}
+
+StepStats Trainer::step(std::span<const Batch> micro) {
+  if (micro.empty()) throw Error("stag::Trainer::step: no micro-batches");
+  if (micro.size() == 1) return step(micro[0]);
+  if (!grad_session_)
+    throw Error(
+        "stag::Trainer::step: " + std::to_string(micro.size()) +
+        " micro-batches, but this trainer has no accumulation graphs (training_graphs<..., true>)");
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::int64_t t = step_ + 1;
+  std::vector<double> w;
+  double total = 0;
+  for (const Batch& b : micro)
+    total += w.emplace_back(b.weight > 0 ? b.weight : count_labels(b.inputs));
+  if (!(total > 0)) throw Error("stag::Trainer::step: the micro-batches have no labels that count");
+  const GraphView& gg = graphs_.grad;
+  if (accumulated_.empty())
+    for (const OutputEntry& o : gg.outputs)
+      if (o.grad_of >= 0 && (gg.node(o.grad_of).flags & kFlagParam))
+        accumulated_.emplace(
+            gg.name(o.grad_of),
+            Array(DType::f32, step_session_->params().at(gg.name(o.grad_of)).dims()));
+  for (auto& [name, acc] : accumulated_) std::fill_n(acc.data<float>(), acc.numel(), 0.f);
+  StepStats st{.step = t, .lr = opts_.lr.at(t)};
+  Session& gs = *grad_session_;
+  for (std::size_t i = 0; i < micro.size(); ++i) {
+    gs.set_inputs(micro[i].inputs);
+    gs.run({.training = true, .step = dropout_counter(t, i)});
+    const float share = static_cast<float>(w[i] / total);
+    st.loss += w[i] / total * gs.result();
+    st.tokens += micro[i].tokens;
+    for (auto& [name, acc] : accumulated_) {
+      const Array g = gs.get("grad/" + name);
+      float* a = acc.data<float>();
+      const float* gv = g.data<float>();
+      for (std::int64_t k = 0; k < acc.numel(); ++k) a[k] += share * gv[k];
+    }
+  }
+  Session& us = *update_session_;
+  for (const auto& [name, acc] : accumulated_) us.set_input(name + ".grad", acc);
+  set_step_inputs(us, t);
+  us.run();
+  last_accumulated_ = true;
+  st.grad_norm = us.get("grad_norm").at(0);
+  st.seconds = seconds_since(t0);
+  return finish_step(st);
+}
+
+StepStats Trainer::finish_step(StepStats st) {
+  st.skipped = !std::isfinite(st.grad_norm);
+  if (!std::isfinite(st.loss) || st.skipped) {
+    const std::string what = "stag::Trainer: step " + std::to_string(st.step) + ": the loss is " +
+                             format_value(st.loss) + " and the gradient norm " +
+                             format_value(st.grad_norm);
+    if (opts_.on_nonfinite == NonFinitePolicy::stop) {
+      NonFiniteLoss e(
+          what +
+          (st.skipped ? "; the update was skipped, so the parameters are those after step " +
+                            std::to_string(st.step - 1)
+                      : "; the gradients were finite and were applied") +
+          ". Lower the learning rate, clip gradients (clip_norm), check the inputs of this batch, "
+          "or pass NonFinitePolicy::skip");
+      e.step = st.step;
+      throw e;
+    }
+    ++skipped_;
+    std::fprintf(stderr, "%s; skipped (%lld so far)\n", what.c_str(),
+                 static_cast<long long>(skipped_));
+  }
+  step_ = st.step;
+  ++totals_.steps;
+  totals_.tokens += st.tokens;
+  totals_.seconds += st.seconds;
+  if (step_ % opts_.log_every == 0 || st.skipped) {
+    MetricsLog* log = metrics();
+    MetricsRecord r{.step = step_, .epoch = epoch_};
+    r.set("loss", st.loss).set("lr", st.lr).set("grad_norm", st.grad_norm);
+    if (st.tokens > 0 && st.seconds > 0) r.set("tokens_per_s", st.tokens / st.seconds);
+    r.set("step_ms", 1e3 * st.seconds);
+    if (log) log->write(r);
+  }
+  return st;
+}
+
+Array Trainer::gradient(const std::string& param) const {
+  if (last_accumulated_) {
+    const auto it = accumulated_.find(param);
+    if (it == accumulated_.end())
+      throw Error("stag::Trainer::gradient: no parameter called '" + param + "'");
+    return it->second.clone();
+  }
+  return step_session_->get("grad/" + param);
+}
+
+EvalStats Trainer::evaluate(std::span<const Batch> batches, const EvaluateOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Session& s = eval_session();
+  EvalStats st;
+  double loss_sum = 0, correct = 0, scored = 0;
+  for (const Batch& b : batches) {
+    s.set_inputs(b.inputs);
+    s.run({.training = false});
+    const double w = b.weight > 0 ? b.weight : count_labels(b.inputs, options.ignore_index);
+    if (w > 0) loss_sum += w * s.result();  // NOTE: a batch with no counted label has a NaN mean
+    st.count += w;
+    st.tokens += b.tokens;
+    ++st.batches;
+    const Array* labels = find_labels(b.inputs);
+    if (!options.logits.empty() && labels != nullptr) {
+      const Array logits = s.get(options.logits);
+      const std::int64_t classes = logits.dim(-1), rows = logits.numel() / classes;
+      if (rows != labels->numel())
+        throw Error("stag::Trainer::evaluate: '" + options.logits + "' is " +
+                    logits.shape_string() + " but the labels are " + labels->shape_string());
+      const float* x = logits.data<float>();
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const double want = labels->at(r);
+        if (want == static_cast<double>(options.ignore_index)) continue;
+        std::int64_t best = 0;
+        for (std::int64_t c = 1; c < classes; ++c)
+          if (x[r * classes + c] > x[r * classes + best]) best = c;
+        correct += static_cast<double>(best) == want;
+        ++scored;
+      }
+    }
+    if (options.on_batch) options.on_batch(s, b);
+  }
+  st.loss = st.count > 0 ? loss_sum / st.count : std::nan("");
+  st.accuracy = scored > 0 ? correct / scored : std::nan("");
+  st.seconds = seconds_since(t0);
+  return st;
+}
+
+}  // namespace stag

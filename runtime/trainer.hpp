@@ -1,0 +1,244 @@
+// stag::Trainer: the training loop's moving parts around sessions of one model. It runs optimizer
+// steps (one fused train_step<> graph, or grad<> per micro-batch plus update<> for gradient
+// accumulation), evaluation on the forward graph (sharing the trained weights, no copies),
+// learning-rate schedules, the metrics log, the progress line, checkpoints and exact resume.
+// A user loop is `for (batch : batches) trainer.step(batch);`; fit() is the whole loop.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <stag/autodiff/optimizer.hpp>
+#include <stag/runtime/checkpoint.hpp>
+#include <stag/runtime/metrics.hpp>
+#include <stag/runtime/schedule.hpp>
+#include <stag/runtime/session.hpp>
+
+namespace stag {
+
+class Trainer;
+
+// The optimizer settings a graph built with `hparams_as_inputs` reads from its inputs.
+struct OptimizerSettings {
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double momentum = 0.9;  // SGD
+  double weight_decay = 0.01;
+  double clip_norm = 0.0;  // <= 0: off
+};
+
+template <class Opt>
+constexpr OptimizerSettings optimizer_settings(const Opt& o) {
+  OptimizerSettings s;
+  if constexpr (std::is_same_v<Opt, Sgd>) {
+    s.momentum = o.momentum;
+  } else {
+    s.beta1 = o.beta1;
+    s.beta2 = o.beta2;
+    s.eps = o.eps;
+  }
+  s.weight_decay = o.weight_decay;
+  s.clip_norm = o.clip_norm;
+  return s;
+}
+
+// The graphs a Trainer runs; make them with training_graphs<model, optimizer>().
+struct TrainingGraphs {
+  GraphView model;   // the forward graph (result: the loss): evaluation
+  GraphView step;    // train_step<model, Opt>: one fused optimizer step
+  GraphView grad;    // grad<model>: gradients of one micro-batch (empty: no accumulation)
+  GraphView update;  // update<model, Opt>: applies accumulated gradients
+  OptimizerSettings defaults = {};  // Opt's values, fed when the graphs read settings as inputs
+};
+
+namespace detail {
+template <const auto& M, auto Opt>
+inline constexpr auto kStepGraph = train_step<M, Opt>();
+template <const auto& M>
+inline constexpr auto kGradGraph = grad<M>();
+template <const auto& M, auto Opt>
+inline constexpr auto kUpdateGraph = update<M, Opt>();
+}  // namespace detail
+
+// The graphs of model M (a namespace-scope constexpr graph whose result is the loss) trained
+// with Opt. `Accumulation = false` leaves out grad<> and update<> (half the compile time);
+// such a trainer takes one batch per step.
+template <const auto& M, auto Opt, bool Accumulation = true>
+TrainingGraphs training_graphs() {
+  TrainingGraphs t;
+  t.model = M;
+  t.step = detail::kStepGraph<M, Opt>;
+  t.defaults = optimizer_settings(Opt);
+  if constexpr (Accumulation) {
+    t.grad = detail::kGradGraph<M>;
+    t.update = detail::kUpdateGraph<M, Opt>;
+  }
+  return t;
+}
+
+// One (micro-)batch: the graph's inputs, its weight in the loss (the number of labels that
+// count; 0: count them, see count_labels) and how many tokens it holds (throughput only).
+struct Batch {
+  NamedArrays inputs;
+  double weight = 0;
+  double tokens = 0;
+};
+
+// The labels of `inputs` that count (not `ignore_index`): from "label", "targets" or "tgt_out",
+// whichever the batch has; 1 when it has none of them.
+double count_labels(const NamedArrays& inputs, std::int64_t ignore_index = -100);
+
+enum class NonFinitePolicy : std::uint8_t {
+  stop,  // throw NonFiniteLoss (parameters are those of the last good step)
+  skip,  // count it, say so, and go on (the update was skipped; parameters unchanged)
+};
+
+struct NonFiniteLoss : Error {
+  using Error::Error;
+  std::int64_t step = 0;
+};
+
+struct TrainerOptions {
+  SessionOptions session = {};  // threads, seed (init, dropout, shuffles), init overrides
+  LrSchedule lr = LrSchedule::constant(1e-3);
+  std::optional<OptimizerSettings> optimizer = {};  // default: the graphs' (Opt's) values
+  NonFinitePolicy on_nonfinite = NonFinitePolicy::stop;
+  // JSON lines, one file per run: a fresh run empties it at its first record; resume() keeps
+  // the records up to the checkpoint's step and appends after them.
+  std::string metrics_path = {};
+  std::int64_t log_every = 1;  // a "train" metrics line every this many steps
+  bool progress = true;        // the progress line on stderr (fit)
+  ProgressOptions progress_options = {};
+  std::string config_json = "{}";  // stored in checkpoints (the model and run settings)
+};
+
+struct StepStats {
+  std::int64_t step = 0;  // this step's number (from 1)
+  double loss = 0;        // weighted mean over the micro-batches
+  double grad_norm = 0;   // before clipping
+  double lr = 0;
+  double tokens = 0;
+  double seconds = 0;
+  bool skipped = false;  // non-finite loss or gradients: the update did not happen
+};
+
+struct EvaluateOptions {
+  std::string logits = "logits";  // output compared with the labels for accuracy ("" = none)
+  std::int64_t ignore_index = -100;
+  // Called after each batch with the evaluation session (its outputs are readable).
+  std::function<void(const Session&, const Batch&)> on_batch = {};
+};
+
+struct EvalStats {
+  double loss = 0;      // mean per counted label, in nats
+  double accuracy = 0;  // argmax of the logits == label, over counted labels
+  double count = 0;     // counted labels (tokens for a language model)
+  double tokens = 0;
+  double seconds = 0;
+  std::int64_t batches = 0;
+  double perplexity() const;
+  double bits_per_token() const;
+  // Bits per character when `chars` characters produced `count` tokens.
+  double bits_per_char(double chars) const;
+};
+
+// Where a data set's batches come from: micro-batch `i` of epoch `e`, the same for the same
+// (e, i) every time (seeded shuffles), so a resumed run sees exactly the data it would have.
+struct DataSource {
+  std::function<std::size_t(std::int64_t epoch)> num_batches;
+  std::function<Batch(std::int64_t epoch, std::size_t index)> batch;
+};
+
+struct FitOptions {
+  std::int64_t epochs = 1;
+  std::int64_t max_steps = 0;   // stop after this many optimizer steps in all (0: epochs decide)
+  int accumulation = 1;         // micro-batches per optimizer step
+  std::int64_t eval_every = 0;  // steps between evaluations (0: at the end of each epoch)
+  std::function<MetricsRecord(Trainer&)> evaluate = {};  // validation; logged and noted
+  std::string checkpoint_path = {};   // saved every checkpoint_every steps and at the end
+  std::int64_t checkpoint_every = 0;  // 0: only at the end
+  std::int64_t stop_after = 0;        // stop early after this many steps of this call (tests)
+  // Keeps a checkpoint of the best evaluation so far (early stopping's "best model"): the
+  // evaluation record's `best_metric`, higher or lower being better.
+  std::string best_path = {};
+  std::string best_metric = "accuracy";
+  bool higher_is_better = true;
+};
+
+// What the steps of this trainer took (this process only: a resumed run starts at zero).
+struct TrainTotals {
+  std::int64_t steps = 0;
+  double tokens = 0;
+  double seconds = 0;  // inside step(): the graphs and the accumulation, not data or evaluation
+};
+
+class Trainer {
+ public:
+  Trainer(const TrainingGraphs& graphs, TrainerOptions options = {});
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // One optimizer step on one batch (the fused graph) or on several micro-batches whose
+  // gradients are averaged with their weights (gradient accumulation).
+  StepStats step(const Batch& batch);
+  StepStats step(const NamedArrays& inputs) { return step(Batch{inputs}); }
+  StepStats step(std::span<const Batch> micro_batches);
+
+  // Mean loss and accuracy over `batches` with dropout off, on the current weights.
+  EvalStats evaluate(std::span<const Batch> batches, const EvaluateOptions& options = {});
+  // The forward graph's session (current weights): for predictions and decoding.
+  Session& eval_session();
+
+  // The whole loop: epochs of `data`, steps of `accumulation` micro-batches, progress, metrics,
+  // evaluations and checkpoints. Continues from where a resumed checkpoint left off.
+  void fit(const DataSource& data, const FitOptions& options);
+
+  // Checkpoints hold every parameter and optimizer moment, the step, the data position and
+  // the config; resume() makes the next steps exactly those of an uninterrupted run.
+  void save(const std::string& path) const;
+  CheckpointInfo resume(const std::string& path);
+  // Loads only the weights (for --eval-only): optimizer state and position are not needed.
+  CheckpointInfo load_weights(const std::string& path);
+
+  std::int64_t steps_done() const { return step_; }
+  std::int64_t epoch() const { return epoch_; }
+  std::size_t batch_in_epoch() const { return next_batch_; }
+  std::int64_t skipped_steps() const { return skipped_; }
+  const TrainTotals& totals() const { return totals_; }
+  // The best evaluation value fit() has seen (NaN before one) and its step; kept in checkpoints.
+  double best_value() const { return best_value_; }
+  std::int64_t best_step() const { return best_step_; }
+  const NamedArrays& params() const;  // parameters and optimizer state (shared by all sessions)
+  // The gradient the last step applied (accumulated over micro-batches), before clipping.
+  Array gradient(const std::string& param) const;
+  const TrainerOptions& options() const { return opts_; }
+  OptimizerSettings& optimizer() { return optim_; }
+  // The metrics log (nullptr without metrics_path), opened on first use.
+  MetricsLog* metrics();
+
+ private:
+  void set_step_inputs(Session& s, std::int64_t t);
+  StepStats finish_step(StepStats st);
+  std::uint64_t dropout_counter(std::int64_t t, std::size_t micro) const;
+
+  TrainingGraphs graphs_;
+  TrainerOptions opts_;
+  OptimizerSettings optim_;
+  std::unique_ptr<Session> step_session_, grad_session_, update_session_, eval_session_;
+  NamedArrays accumulated_;  // gradient sums of the last accumulated step
+  bool last_accumulated_ = false;
+  std::unique_ptr<MetricsLog> log_;
+  std::int64_t step_ = 0, epoch_ = 0, skipped_ = 0;
+  TrainTotals totals_;
+  double best_value_ = std::numeric_limits<double>::quiet_NaN();
+  std::int64_t best_step_ = 0;
+  std::size_t next_batch_ = 0;
+};
+
+}  // namespace stag
