@@ -12,6 +12,23 @@
 #include <stag/runtime/kernel_tables.hpp>
 #include <stag/runtime/plan.hpp>
 
+// ThreadSanitizer cannot see the ordering that libtbb (not instrumented) enforces between flow
+// graph nodes, so it would report every pair of nodes joined by an edge. In a TSan build each
+// node therefore tells it: a node acquires its dependencies' tokens before it runs and releases
+// its own after. A race between two nodes that no edge orders (a missing dependency in the plan)
+// is still reported, which is what the TSan run checks.
+#if defined(__SANITIZE_THREAD__)
+#define STAG_TSAN_EDGES 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define STAG_TSAN_EDGES 1
+#endif
+#endif
+#ifdef STAG_TSAN_EDGES
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+#endif
+
 namespace stag {
 
 namespace {
@@ -92,28 +109,30 @@ struct UnionFind {
 // Folds node n into the matmul that produces one of its operands, when that value has no
 // other reader and is not kept: `+ bias` ([N] along the last dim), `* constant`, and an
 // activation. Returns the folded operand (n then aliases it), or -1.
-int try_fold(const GraphView& g, int n, const std::vector<std::vector<std::pair<int, int>>>& consumers,
-             const std::vector<char>& kept, std::vector<int>& fused_into, const std::vector<NodePlan>& nodes,
-             std::vector<std::vector<PostOp>>& post) {
+int try_fold(const GraphView& g, int n,
+             const std::vector<std::vector<std::pair<int, int>>>& consumers,
+             const std::vector<char>& kept, std::vector<int>& fused_into,
+             const std::vector<NodePlan>& nodes, std::vector<std::vector<PostOp>>& post) {
   const Node& nd = g.node(n);
   const OpId op = op_id(nd.op);
-  const bool is_act = op == OpId::relu || op == OpId::gelu || op == OpId::gelu_tanh || op == OpId::silu ||
-                      op == OpId::sigmoid || op == OpId::tanh;
+  const bool is_act = op == OpId::relu || op == OpId::gelu || op == OpId::gelu_tanh ||
+                      op == OpId::silu || op == OpId::sigmoid || op == OpId::tanh;
   if (op != OpId::add && op != OpId::mul && !is_act) return -1;
   if (nd.dtype != DType::f32) return -1;
   const auto idx = [](int i) { return static_cast<std::size_t>(i); };
   for (int k = 0; k < nd.nin; ++k) {
     const int in = nd.in[k];
     const int m = fused_into[idx(in)] >= 0 ? fused_into[idx(in)] : in;
-    if (op_id(g.node(m).op) != OpId::matmul || nodes[idx(m)].kind != NodePlan::Kind::compute) continue;
+    if (op_id(g.node(m).op) != OpId::matmul || nodes[idx(m)].kind != NodePlan::Kind::compute)
+      continue;
     if (consumers[idx(in)].size() != 1 || kept[idx(in)] || kept[idx(m)]) continue;
     if (in == m && consumers[idx(m)].size() != 1) continue;
     if (nodes[idx(m)].view.dtype != DType::f32 || !(g.shape(in) == g.shape(n))) continue;
     std::vector<PostOp>& ops = post[idx(m)];
-    const bool has_act =
-        std::any_of(ops.begin(), ops.end(), [](const PostOp& p) { return p.kind == PostOp::Kind::eltwise; });
-    const bool has_affine =
-        std::any_of(ops.begin(), ops.end(), [](const PostOp& p) { return p.kind != PostOp::Kind::eltwise; });
+    const bool has_act = std::any_of(
+        ops.begin(), ops.end(), [](const PostOp& p) { return p.kind == PostOp::Kind::eltwise; });
+    const bool has_affine = std::any_of(
+        ops.begin(), ops.end(), [](const PostOp& p) { return p.kind != PostOp::Kind::eltwise; });
     PostOp po;
     po.node = n;
     if (is_act) {
@@ -131,7 +150,8 @@ int try_fold(const GraphView& g, int n, const std::vector<std::vector<std::pair<
         po.scale = static_cast<float>(g.attr(other).f[0]);
       } else {
         const ShapeV& ms = g.shape(m);
-        if (os.rank != 1 || !(os.dims[0] == ms.dims[ms.rank - 1]) || on.dtype != DType::f32) continue;
+        if (os.rank != 1 || !(os.dims[0] == ms.dims[ms.rank - 1]) || on.dtype != DType::f32)
+          continue;
         // The bias must exist when the matmul runs: a parameter, or computed before it.
         const bool external = (on.flags & (kFlagParam | kFlagState | kFlagInput)) != 0;
         if (!external && other > m) continue;
@@ -164,6 +184,9 @@ Plan::~Plan() {
 
 void Plan::execute(const PlanOptions& opts) {
   if (opts.schedule == Schedule::parallel && flow_ && !opts.profile) {
+#ifdef STAG_TSAN_EDGES
+    __tsan_release(flow_.get());  // what this thread wrote (inputs) before the nodes run
+#endif
     flow_->arena.execute([&] {
       flow_->start->try_put(tbb::flow::continue_msg());
       try {
@@ -173,6 +196,9 @@ void Plan::execute(const PlanOptions& opts) {
         throw;
       }
     });
+#ifdef STAG_TSAN_EDGES
+    __tsan_acquire(&flow_->arena);  // every node released it when done
+#endif
     return;
   }
   if (opts.profile) {
@@ -284,7 +310,8 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
         // scale is a constant baked into the kernel; nothing reads its node.)
         const int m = fused_into[idx(n)];
         const PostOp& folded_op = post[idx(m)].back();
-        if (folded_op.kind == PostOp::Kind::bias && plan->nodes[idx(folded_op.node)].kind == NodePlan::Kind::compute)
+        if (folded_op.kind == PostOp::Kind::bias &&
+            plan->nodes[idx(folded_op.node)].kind == NodePlan::Kind::compute)
           extra_deps[idx(m)].push_back(folded_op.node);
         p.kind = NodePlan::Kind::alias;
         alias_of[idx(n)] = folded;
@@ -446,7 +473,8 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
     // Execution order is index order: a dependency on a later node would be a cycle, and a
     // TBB flow graph with a cycle silently never runs those nodes.
     if (!p.deps.empty() && p.deps.back() >= n)
-      throw Error("stag: internal error: " + g.name(n) + " depends on a later node (" + g.name(p.deps.back()) + ")");
+      throw Error("stag: internal error: " + g.name(n) + " depends on a later node (" +
+                  g.name(p.deps.back()) + ")");
   }
 
   // 8. Kernels, made once per plan with final pointers.
@@ -461,7 +489,8 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
       if (po.kind == PostOp::Kind::bias) po.bias = plan->nodes[idx(po.node)].view;
     if (const CpuFactory f = kCpuFactories[nd.op.value]) p.kernel = f(cn);
     if (!p.kernel && !cn.post.empty())
-      throw Error("stag: internal error: " + g.name(n) + ": no kernel for the operations folded into it");
+      throw Error("stag: internal error: " + g.name(n) +
+                  ": no kernel for the operations folded into it");
     if (!p.kernel) {
       const KernelFn ref = kReferenceKernels[nd.op.value];
       if (ref == nullptr)
@@ -495,8 +524,19 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
       std::vector<tbb::flow::continue_node<tbb::flow::continue_msg>*> by_node(idx(N), nullptr);
       for (int n : raw->order) {
         flow->nodes.push_back(std::make_unique<tbb::flow::continue_node<tbb::flow::continue_msg>>(
-            *flow->graph, [raw, n](const tbb::flow::continue_msg&) {
+            *flow->graph, [raw, n, f = flow.get()](const tbb::flow::continue_msg&) {
+#ifdef STAG_TSAN_EDGES
+              __tsan_acquire(f);
+              for (int d : raw->nodes[static_cast<std::size_t>(n)].deps)
+                __tsan_acquire(&raw->nodes[static_cast<std::size_t>(d)]);
+#else
+              (void)f;
+#endif
               raw->nodes[static_cast<std::size_t>(n)].kernel->run();
+#ifdef STAG_TSAN_EDGES
+              __tsan_release(&raw->nodes[static_cast<std::size_t>(n)]);
+              __tsan_release(&f->arena);
+#endif
             }));
         by_node[idx(n)] = flow->nodes.back().get();
       }

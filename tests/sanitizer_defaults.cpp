@@ -31,3 +31,23 @@ const char* __lsan_default_suppressions() {
 }
 }
 #endif
+
+// ThreadSanitizer (STAG_TSAN): libtbb and libgomp are not instrumented, so their own task
+// objects and barriers look racy; runtime/plan.cpp tells TSan about the flow graph's edges, and
+// these suppressions drop reports whose racing frames are inside TBB's headers or libraries.
+#if defined(__SANITIZE_THREAD__)
+#define STAG_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define STAG_TSAN 1
+#endif
+#endif
+
+#ifdef STAG_TSAN
+extern "C" const char* __tsan_default_suppressions() {
+  return "race:libtbb.so\n"
+         "race:libgomp.so\n"
+         "called_from_lib:libtbb.so\n"
+         "called_from_lib:libgomp.so\n";
+}
+#endif
