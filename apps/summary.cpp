@@ -27,7 +27,8 @@ void print_summary(const GraphView& g) {
   std::printf("inputs:\n");
   for (int n = 0; n < g.size(); ++n)
     if (g.node(n).flags & kFlagInput)
-      std::printf("  %-30s %s %s\n", g.name(n).c_str(), std::string(dtype_name(g.node(n).dtype)).c_str(),
+      std::printf("  %-30s %s %s\n", g.name(n).c_str(),
+                  std::string(dtype_name(g.node(n).dtype)).c_str(),
                   shape_text(g, g.shape(n)).c_str());
 }
 }  // namespace

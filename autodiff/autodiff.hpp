@@ -73,6 +73,7 @@ constexpr int append_backward(Builder& b, std::span<const std::string_view> wrt_
   const int n_fwd = b.size();
   const GraphView fv = b.view();
 
+  // snippet-begin: docs-autodiff-1
   // Which nodes carry gradient: parameters, requested inputs, and float nodes fed by them.
   // (vector<char>, not vector<bool>: clang 14 cannot evaluate libstdc++'s vector<bool> in a
   // constant expression.)
@@ -98,7 +99,9 @@ constexpr int append_backward(Builder& b, std::span<const std::string_view> wrt_
       if (!(info.no_grad & (1u << k)) && wants[static_cast<std::size_t>(nd.in[k])])
         wants[static_cast<std::size_t>(n)] = true;
   }
+  // snippet-end: docs-autodiff-1
 
+  // snippet-begin: docs-autodiff-2
   // Walk backwards from the loss, accumulating each node's gradient.
   std::vector<int> grad(static_cast<std::size_t>(n_fwd), -1);
   b.stamp_flags = kFlagBackward;
@@ -129,6 +132,7 @@ constexpr int append_backward(Builder& b, std::span<const std::string_view> wrt_
       acc = acc < 0 ? gk.id : add(Ref{&b, acc}, gk).id;  // fan-out: gradients add up
     }
   }
+  // snippet-end: docs-autodiff-2
 
   // One gradient output per parameter and requested input; zeros where the loss ignores it.
   for (int n = 0; n < n_fwd; ++n) {

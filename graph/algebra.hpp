@@ -39,32 +39,58 @@ enum class ShapeErr : std::uint8_t {
 
 constexpr std::string_view shape_err_text(ShapeErr e) {
   switch (e) {
-    case ShapeErr::ok: return "ok";
-    case ShapeErr::rank: return "wrong rank";
-    case ShapeErr::broadcast: return "shapes are not broadcastable";
-    case ShapeErr::inner_dim: return "inner dimensions differ";
-    case ShapeErr::batch_dims: return "batch dimensions are not broadcastable";
-    case ShapeErr::axis: return "axis out of range";
-    case ShapeErr::permutation: return "not a permutation of the axes";
-    case ShapeErr::numel: return "element counts differ";
-    case ShapeErr::symbols: return "symbolic dims differ";
-    case ShapeErr::order: return "symbolic dims reordered";
-    case ShapeErr::not_one: return "dim is not 1";
-    case ShapeErr::odd_dim: return "dim must be even";
-    case ShapeErr::expand: return "cannot expand";
-    case ShapeErr::slice_range: return "slice out of range";
-    case ShapeErr::concat_dims: return "non-axis dims differ";
-    case ShapeErr::concat_symbolic: return "axis dims are different symbols";
-    case ShapeErr::dtype: return "unsupported dtype";
-    case ShapeErr::mask_rank: return "mask rank differs";
-    case ShapeErr::mask_dtype: return "mask is not bool";
-    case ShapeErr::mask_broadcast: return "mask does not broadcast";
-    case ShapeErr::norm_dims: return "normalized dims are not the trailing dims";
-    case ShapeErr::labels: return "labels do not match the logits";
-    case ShapeErr::too_many_syms: return "too many symbols in one dim";
-    case ShapeErr::arity: return "wrong number of inputs";
-    case ShapeErr::shape_mismatch: return "shapes must be equal";
-    case ShapeErr::index_dtype: return "ids or labels must be i32 or i64";
+    case ShapeErr::ok:
+      return "ok";
+    case ShapeErr::rank:
+      return "wrong rank";
+    case ShapeErr::broadcast:
+      return "shapes are not broadcastable";
+    case ShapeErr::inner_dim:
+      return "inner dimensions differ";
+    case ShapeErr::batch_dims:
+      return "batch dimensions are not broadcastable";
+    case ShapeErr::axis:
+      return "axis out of range";
+    case ShapeErr::permutation:
+      return "not a permutation of the axes";
+    case ShapeErr::numel:
+      return "element counts differ";
+    case ShapeErr::symbols:
+      return "symbolic dims differ";
+    case ShapeErr::order:
+      return "symbolic dims reordered";
+    case ShapeErr::not_one:
+      return "dim is not 1";
+    case ShapeErr::odd_dim:
+      return "dim must be even";
+    case ShapeErr::expand:
+      return "cannot expand";
+    case ShapeErr::slice_range:
+      return "slice out of range";
+    case ShapeErr::concat_dims:
+      return "non-axis dims differ";
+    case ShapeErr::concat_symbolic:
+      return "axis dims are different symbols";
+    case ShapeErr::dtype:
+      return "unsupported dtype";
+    case ShapeErr::mask_rank:
+      return "mask rank differs";
+    case ShapeErr::mask_dtype:
+      return "mask is not bool";
+    case ShapeErr::mask_broadcast:
+      return "mask does not broadcast";
+    case ShapeErr::norm_dims:
+      return "normalized dims are not the trailing dims";
+    case ShapeErr::labels:
+      return "labels do not match the logits";
+    case ShapeErr::too_many_syms:
+      return "too many symbols in one dim";
+    case ShapeErr::arity:
+      return "wrong number of inputs";
+    case ShapeErr::shape_mismatch:
+      return "shapes must be equal";
+    case ShapeErr::index_dtype:
+      return "ids or labels must be i32 or i64";
   }
   return "?";
 }
@@ -76,12 +102,18 @@ struct ShapeResult {
   constexpr bool ok() const { return err == ShapeErr::ok; }
 };
 
-constexpr ShapeResult shape_ok(const ShapeV& s, DType t) { return ShapeResult{s, ShapeErr::ok, t}; }
-constexpr ShapeResult shape_fail(ShapeErr e) { return ShapeResult{ShapeV{}, e, DType::f32}; }
+constexpr ShapeResult shape_ok(const ShapeV& s, DType t) {
+  return ShapeResult{s, ShapeErr::ok, t};
+}
+constexpr ShapeResult shape_fail(ShapeErr e) {
+  return ShapeResult{ShapeV{}, e, DType::f32};
+}
 
 namespace algebra {
 
-constexpr bool is_one(const DimV& d) { return d.is_static() && d.coef == 1; }
+constexpr bool is_one(const DimV& d) {
+  return d.is_static() && d.coef == 1;
+}
 
 // numpy broadcasting, aligned from the right; symbols are equal only when their names are.
 constexpr ShapeResult broadcast(const ShapeV& a, const ShapeV& b, DType t = DType::f32) {
@@ -240,7 +272,8 @@ constexpr ShapeResult concat(const ShapeV* parts, int n, int axis, DType t = DTy
 }
 
 // Reduction over the axes in `mask` (bit k: axis k), keeping them as 1s when keepdim.
-constexpr ShapeResult reduce(const ShapeV& a, std::uint32_t mask, bool keepdim, DType t = DType::f32) {
+constexpr ShapeResult reduce(const ShapeV& a, std::uint32_t mask, bool keepdim,
+                             DType t = DType::f32) {
   if (a.rank < 32 && (mask >> a.rank) != 0) return shape_fail(ShapeErr::axis);
   ShapeV out;
   for (int i = 0; i < a.rank; ++i) {

@@ -117,12 +117,16 @@ class Builder {
     return add(op, std::span<const int>(in.begin(), in.size()), shape, dtype, a, leaf, flags);
   }
 
-  constexpr void set_leaf(int n, std::string_view leaf) { nodes[static_cast<std::size_t>(n)].leaf = leaf; }
+  constexpr void set_leaf(int n, std::string_view leaf) {
+    nodes[static_cast<std::size_t>(n)].leaf = leaf;
+  }
 
-  constexpr std::int32_t child_scope(std::int32_t parent, std::string_view word, std::int32_t index) {
+  constexpr std::int32_t child_scope(std::int32_t parent, std::string_view word,
+                                     std::int32_t index) {
     for (std::size_t i = 1; i < scopes.size(); ++i) {
       const ScopeEntry& e = scopes[i];
-      if (e.parent == parent && e.index == index && e.word == word) return static_cast<std::int32_t>(i);
+      if (e.parent == parent && e.index == index && e.word == word)
+        return static_cast<std::int32_t>(i);
     }
     scopes.push_back(ScopeEntry{parent, word, index});
     return static_cast<std::int32_t>(scopes.size()) - 1;
@@ -131,7 +135,8 @@ class Builder {
   constexpr void add_sym(SymId id, std::string_view name) {
     for (const SymEntry& s : syms) {
       if (s.id != id) continue;
-      if (s.name != name) throw GraphError("stag: two symbol names hash to the same id; rename one");
+      if (s.name != name)
+        throw GraphError("stag: two symbol names hash to the same id; rename one");
       return;
     }
     syms.push_back(SymEntry{id, name});
@@ -172,14 +177,20 @@ class Builder {
 constexpr Scope Scope::operator/(std::string_view word) const {
   return Scope{b, b->child_scope(id, word, -1)};
 }
-constexpr Scope Scope::operator/(int index) const { return Scope{b, b->child_scope(id, {}, index)}; }
+constexpr Scope Scope::operator/(int index) const {
+  return Scope{b, b->child_scope(id, {}, index)};
+}
 
 constexpr ScopeGuard::ScopeGuard(Builder* b, std::int32_t scope) : b_(b), saved_(b->current_scope) {
   b_->current_scope = scope;
 }
-constexpr ScopeGuard::~ScopeGuard() { b_->current_scope = saved_; }
+constexpr ScopeGuard::~ScopeGuard() {
+  b_->current_scope = saved_;
+}
 
-constexpr auto Scope::enter() const { return ScopeGuard(b, id); }
+constexpr auto Scope::enter() const {
+  return ScopeGuard(b, id);
+}
 
 // A finished graph: fixed-size arrays, usable in constant expressions and at run time.
 template <GraphSizes Z>

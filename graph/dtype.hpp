@@ -18,29 +18,45 @@ inline constexpr DType boolean = DType::boolean;
 
 constexpr std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::f32: return "f32";
-    case DType::f64: return "f64";
-    case DType::bf16: return "bf16";
-    case DType::i32: return "i32";
-    case DType::i64: return "i64";
-    case DType::boolean: return "bool";
+    case DType::f32:
+      return "f32";
+    case DType::f64:
+      return "f64";
+    case DType::bf16:
+      return "bf16";
+    case DType::i32:
+      return "i32";
+    case DType::i64:
+      return "i64";
+    case DType::boolean:
+      return "bool";
   }
   return "?";
 }
 
 constexpr std::size_t dtype_size(DType t) {
   switch (t) {
-    case DType::f32: return 4;
-    case DType::f64: return 8;
-    case DType::bf16: return 2;
-    case DType::i32: return 4;
-    case DType::i64: return 8;
-    case DType::boolean: return 1;
+    case DType::f32:
+      return 4;
+    case DType::f64:
+      return 8;
+    case DType::bf16:
+      return 2;
+    case DType::i32:
+      return 4;
+    case DType::i64:
+      return 8;
+    case DType::boolean:
+      return 1;
   }
   return 0;
 }
 
-constexpr bool is_float(DType t) { return t == DType::f32 || t == DType::f64 || t == DType::bf16; }
-constexpr bool is_integer(DType t) { return t == DType::i32 || t == DType::i64; }
+constexpr bool is_float(DType t) {
+  return t == DType::f32 || t == DType::f64 || t == DType::bf16;
+}
+constexpr bool is_integer(DType t) {
+  return t == DType::i32 || t == DType::i64;
+}
 
 }  // namespace stag

@@ -24,7 +24,9 @@ struct GraphView {
 
   constexpr int size() const { return static_cast<int>(nodes.size()); }
   constexpr const Node& node(int n) const { return nodes[static_cast<std::size_t>(n)]; }
-  constexpr const ShapeV& shape(int n) const { return shapes[static_cast<std::size_t>(node(n).shape)]; }
+  constexpr const ShapeV& shape(int n) const {
+    return shapes[static_cast<std::size_t>(node(n).shape)];
+  }
   constexpr const Attrs& attr(int n) const {
     const int a = node(n).attr;
     return a < 0 ? kNoAttrs : attrs[static_cast<std::size_t>(a)];
@@ -55,7 +57,8 @@ struct GraphView {
   constexpr int write_name(int sc, std::string_view leaf, char (&buf)[N]) const {
     int parts[64] = {};
     int np = 0;
-    for (int s = sc; s > 0 && np < 64; s = scopes[static_cast<std::size_t>(s)].parent) parts[np++] = s;
+    for (int s = sc; s > 0 && np < 64; s = scopes[static_cast<std::size_t>(s)].parent)
+      parts[np++] = s;
     std::size_t len = 0;
     auto put = [&](std::string_view w) {
       if (len > 0 && len < N) buf[len++] = '.';
@@ -126,7 +129,8 @@ struct GraphView {
     const Node& nd = node(n);
     char buf[256] = {};
     const int len = write_name(nd.scope, nd.leaf, buf);
-    std::string out = len < 0 ? std::string("<long name>") : std::string(buf, static_cast<std::size_t>(len));
+    std::string out =
+        len < 0 ? std::string("<long name>") : std::string(buf, static_cast<std::size_t>(len));
     return (nd.flags & kFlagBackward) ? std::string(kGradPrefix) + out : out;
   }
   std::string scope_name(int scope) const {

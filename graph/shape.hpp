@@ -68,7 +68,8 @@ consteval DimV dim_value() {
       d.coef = C;
       ((d.sym[d.nsym++] = std::remove_cvref_t<decltype(S)>::id), ...);
       return d;
-    }(D);
+    }
+    (D);
   }
 }
 
@@ -84,7 +85,10 @@ struct Shape {
 };
 
 template <class S>
-concept ShapeType = requires { S::value; S::rank; };
+concept ShapeType = requires {
+  S::value;
+  S::rank;
+};
 
 // ---- symbol lists, used to turn values back into types ----------------------------------
 
@@ -112,7 +116,7 @@ struct syms_of_dim {
   using type = SymList<>;
 };
 template <auto D>
-  requires SymDim<decltype(D)>
+requires SymDim<decltype(D)>
 struct syms_of_dim<D> {
   using type = SymList<D>;
 };
@@ -150,7 +154,8 @@ consteval auto dim_from_value() {
   } else {
     return []<std::size_t... I>(std::index_sequence<I...>) {
       return Prod<D.coef, find_sym<D.sym[I]>(L{})...>{};
-    }(std::make_index_sequence<D.nsym>{});
+    }
+    (std::make_index_sequence<D.nsym>{});
   }
 }
 
@@ -158,7 +163,8 @@ template <ShapeV V, class L>
 consteval auto shape_from_value() {
   return []<std::size_t... I>(std::index_sequence<I...>) {
     return Shape<dim_from_value<V.dims[I], L>()...>{};
-  }(std::make_index_sequence<V.rank>{});
+  }
+  (std::make_index_sequence<V.rank>{});
 }
 }  // namespace detail
 
@@ -190,8 +196,7 @@ inline constexpr auto prod = [] {
 }();
 
 template <class A, class B>
-  requires((SymDim<A> || ProdDim<A>) && (SymDim<B> || ProdDim<B>))
-constexpr auto operator*(A, B) {
+requires((SymDim<A> || ProdDim<A>)&&(SymDim<B> || ProdDim<B>)) constexpr auto operator*(A, B) {
   return prod<A{}, B{}>;
 }
 
@@ -210,7 +215,8 @@ std::string dim_string() {
       // NOTE: appends, not `"*" + std::string(...)`: g++ 12 warns falsely (-Wrestrict) on that.
       ((out += out.empty() ? "" : "*", out += decltype(S)::name), ...);
       return out;
-    }(D);
+    }
+    (D);
   }
 }
 
@@ -221,7 +227,8 @@ std::string shape_string() {
     bool first = true;
     ((out += first ? "" : ", ", out += dim_string<Ds>(), first = false), ...);
     return out + "]";
-  }(S{});
+  }
+  (S{});
 }
 
 }  // namespace stag

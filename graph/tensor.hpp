@@ -53,9 +53,10 @@ concept TensorHandle = is_tensor<std::remove_cvref_t<T>>::value;
 // Records the names of the symbols of shape S in the graph (so they can be printed and bound).
 template <class S>
 constexpr void register_syms(Builder& b) {
-  []<auto... Ss>(Builder& bb, SymList<Ss...>) {
+  []<auto... Ss>(Builder & bb, SymList<Ss...>) {
     (bb.add_sym(decltype(Ss)::id, decltype(Ss)::name), ...);
-  }(b, syms_of_t<S>{});
+  }
+  (b, syms_of_t<S>{});
 }
 
 // The typed handle for an untyped result whose shape a typed rule has computed as V.

@@ -22,13 +22,15 @@ struct Attention {
 // `keep` has the scores' rank and broadcasts to them; masked keys get weight 0 and a fully
 // masked query row gives zeros. PyTorch: F.scaled_dot_product_attention(q, k, v, attn_mask=keep).
 template <class SQ, class SK, class SV, DType T, class M>
-constexpr auto attention(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> v, M keep, double p_drop = 0.0) {
+constexpr auto attention(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> v, M keep,
+                         double p_drop = 0.0) {
   constexpr auto dk = last_dim<SQ>;
   auto scores = [&] {
     if constexpr (dim_value<dk>().is_static()) {
       return matmul_nt(q, k) * (1.0 / cx::sqrt(static_cast<double>(dim_value<dk>().coef)));
     } else {
-      return matmul_nt(q, k) * Tensor<Shape<>, T>{q.b, rsqrt(numel(q.ref(), 1u << (SQ::rank - 1), T)).id};
+      return matmul_nt(q, k) *
+             Tensor<Shape<>, T>{q.b, rsqrt(numel(q.ref(), 1u << (SQ::rank - 1), T)).id};
     }
   }();
   auto w = [&] {
@@ -73,9 +75,9 @@ constexpr auto causal_keep(Builder& g) {
 }
 
 struct AttentionOptions {
-  double dropout = 0.0;      // on the attention weights
-  bool bias = true;          // biases in the q, k, v, o projections
-  bool rope = false;         // rotary positions on q and k
+  double dropout = 0.0;  // on the attention weights
+  bool bias = true;      // biases in the q, k, v, o projections
+  bool rope = false;     // rotary positions on q and k
   double rope_theta = 10000.0;
 };
 
@@ -85,10 +87,12 @@ constexpr auto heads_mask(M keep) {
   if constexpr (std::is_same_v<M, NoMask>) {
     return keep;
   } else {
-    static_assert(M::rank == 3,
-                  "stag::multi_head_attention: the keep mask must be [batch|1, q_len|1, k_len]; a [B, S] "
-                  "padding mask becomes [B, 1, S] with padding_keep(keep) (unsqueeze<1>)");
-    static_assert(M::dtype == DType::boolean, "stag::multi_head_attention: the keep mask must be bool");
+    static_assert(
+        M::rank == 3,
+        "stag::multi_head_attention: the keep mask must be [batch|1, q_len|1, k_len]; a [B, S] "
+        "padding mask becomes [B, 1, S] with padding_keep(keep) (unsqueeze<1>)");
+    static_assert(M::dtype == DType::boolean,
+                  "stag::multi_head_attention: the keep mask must be bool");
     return unsqueeze<1>(keep);  // [B|1, 1, Sq|1, Sk]: the same mask for every head
   }
 }
@@ -116,6 +120,7 @@ constexpr auto single_head_attention(Scope s, Tensor<S, T> x, M keep, double p_d
   return attention(q, k, v, keep, p_drop);
 }
 
+// snippet-begin: docs-attention-1
 // Multi-head attention: project, split into H heads, attend, merge, project. Self-attention
 // passes the same tensor as xq and xkv; cross-attention passes the decoder state and the
 // encoder memory (q_len != k_len). PyTorch: nn.MultiheadAttention(D, H, batch_first=True).
@@ -135,6 +140,7 @@ constexpr auto multi_head_attention(Scope s, Tensor<SQ, T> xq, Tensor<SKV, T> xk
   auto out = linear<d>(s / "w_o", merge_heads(a.out), o.bias);
   return Attention<decltype(out), decltype(a.weights)>{out, a.weights};
 }
+// snippet-end: docs-attention-1
 
 // Grouped-query attention (minimind, LLaMA 2): H query heads share KVH key/value heads (H a
 // multiple of KVH); rotary positions on q and k; no biases.

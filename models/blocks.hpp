@@ -7,6 +7,7 @@
 
 namespace stag {
 
+// snippet-begin: docs-encoder-1
 enum class NormPlacement : std::uint8_t {
   post,  // x = norm(x + sublayer(x)): the original Transformer
   pre,   // x = x + sublayer(norm(x)): trains more stably when deep
@@ -18,12 +19,14 @@ struct LayerOptions {
   Activation act = Activation::relu;
   double eps = 1e-5;
 };
+// snippet-end: docs-encoder-1
 
 // LayerNorm over the last dim with affine weight and bias. PyTorch: nn.LayerNorm(D).
 template <class S, DType T>
 constexpr auto layer_norm_layer(Scope s, Tensor<S, T> x, double eps = 1e-5) {
   constexpr auto d = last_dim<S>;
-  return layer_norm(x, param<Shape<d>, T>(s, "weight", kOnes), param<Shape<d>, T>(s, "bias", kZeros), eps);
+  return layer_norm(x, param<Shape<d>, T>(s, "weight", kOnes),
+                    param<Shape<d>, T>(s, "bias", kZeros), eps);
 }
 
 // RMSNorm with a gain. minimind: RMSNorm(dim, eps).
@@ -32,6 +35,7 @@ constexpr auto rms_norm_layer(Scope s, Tensor<S, T> x, double eps = 1e-6) {
   return rms_norm(x, param<Shape<last_dim<S>>, T>(s, "weight", kOnes), eps);
 }
 
+// snippet-begin: docs-encoder-2
 // One encoder layer: self-attention and feed-forward sublayers with residuals and LayerNorm.
 // keep: [B|1, S|1, S] (padding_keep of a [B, S] mask) or no_mask.
 template <auto H, auto Dff, class S, DType T, class M>
@@ -39,33 +43,58 @@ constexpr auto encoder_layer(Scope s, Tensor<S, T> x, M keep, LayerOptions o = {
   auto guard = s.enter();
   const AttentionOptions ao{.dropout = o.dropout};
   if (o.norm == NormPlacement::post) {
-    x = layer_norm_layer(s / "norm1", x + maybe_dropout(multi_head_attention<H>(s / "self_attn", x, x, keep, ao).out, o.dropout), o.eps);
-    return layer_norm_layer(s / "norm2", x + maybe_dropout(feed_forward<Dff>(s / "ffn", x, o.act, o.dropout), o.dropout), o.eps);
+    x = layer_norm_layer(
+        s / "norm1",
+        x + maybe_dropout(multi_head_attention<H>(s / "self_attn", x, x, keep, ao).out, o.dropout),
+        o.eps);
+    return layer_norm_layer(
+        s / "norm2",
+        x + maybe_dropout(feed_forward<Dff>(s / "ffn", x, o.act, o.dropout), o.dropout), o.eps);
   }
   auto h = layer_norm_layer(s / "norm1", x, o.eps);
   x = x + maybe_dropout(multi_head_attention<H>(s / "self_attn", h, h, keep, ao).out, o.dropout);
-  return x + maybe_dropout(feed_forward<Dff>(s / "ffn", layer_norm_layer(s / "norm2", x, o.eps), o.act, o.dropout), o.dropout);
+  return x + maybe_dropout(feed_forward<Dff>(s / "ffn", layer_norm_layer(s / "norm2", x, o.eps),
+                                             o.act, o.dropout),
+                           o.dropout);
 }
+// snippet-end: docs-encoder-2
 
+// snippet-begin: docs-encoder-3
 // One decoder layer: masked self-attention over the target (self_keep: causal & padding,
 // [B|1, T, T]), cross-attention to the encoder memory (cross_keep: [B, 1, S]), feed-forward.
 template <auto H, auto Dff, class SY, class SM, DType T, class M1, class M2>
-constexpr auto decoder_layer(Scope s, Tensor<SY, T> y, Tensor<SM, T> memory, M1 self_keep, M2 cross_keep,
-                             LayerOptions o = {}) {
+constexpr auto decoder_layer(Scope s, Tensor<SY, T> y, Tensor<SM, T> memory, M1 self_keep,
+                             M2 cross_keep, LayerOptions o = {}) {
   auto guard = s.enter();
   const AttentionOptions ao{.dropout = o.dropout};
   if (o.norm == NormPlacement::post) {
-    y = layer_norm_layer(s / "norm1", y + maybe_dropout(multi_head_attention<H>(s / "self_attn", y, y, self_keep, ao).out, o.dropout), o.eps);
-    y = layer_norm_layer(s / "norm2", y + maybe_dropout(multi_head_attention<H>(s / "cross_attn", y, memory, cross_keep, ao).out, o.dropout), o.eps);
-    return layer_norm_layer(s / "norm3", y + maybe_dropout(feed_forward<Dff>(s / "ffn", y, o.act, o.dropout), o.dropout), o.eps);
+    y = layer_norm_layer(
+        s / "norm1",
+        y + maybe_dropout(multi_head_attention<H>(s / "self_attn", y, y, self_keep, ao).out,
+                          o.dropout),
+        o.eps);
+    y = layer_norm_layer(
+        s / "norm2",
+        y + maybe_dropout(multi_head_attention<H>(s / "cross_attn", y, memory, cross_keep, ao).out,
+                          o.dropout),
+        o.eps);
+    return layer_norm_layer(
+        s / "norm3",
+        y + maybe_dropout(feed_forward<Dff>(s / "ffn", y, o.act, o.dropout), o.dropout), o.eps);
   }
   auto h = layer_norm_layer(s / "norm1", y, o.eps);
-  y = y + maybe_dropout(multi_head_attention<H>(s / "self_attn", h, h, self_keep, ao).out, o.dropout);
+  y = y +
+      maybe_dropout(multi_head_attention<H>(s / "self_attn", h, h, self_keep, ao).out, o.dropout);
   h = layer_norm_layer(s / "norm2", y, o.eps);
-  y = y + maybe_dropout(multi_head_attention<H>(s / "cross_attn", h, memory, cross_keep, ao).out, o.dropout);
-  return y + maybe_dropout(feed_forward<Dff>(s / "ffn", layer_norm_layer(s / "norm3", y, o.eps), o.act, o.dropout), o.dropout);
+  y = y + maybe_dropout(multi_head_attention<H>(s / "cross_attn", h, memory, cross_keep, ao).out,
+                        o.dropout);
+  return y + maybe_dropout(feed_forward<Dff>(s / "ffn", layer_norm_layer(s / "norm3", y, o.eps),
+                                             o.act, o.dropout),
+                           o.dropout);
 }
+// snippet-end: docs-encoder-3
 
+// snippet-begin: docs-lm-2
 struct LlmBlockOptions {
   double dropout = 0.0;
   double rope_theta = 1e6;  // minimind's default
@@ -76,19 +105,26 @@ struct LlmBlockOptions {
 template <auto H, auto KVH, auto Dff, class S, DType T, class M>
 constexpr auto llm_block(Scope s, Tensor<S, T> x, M keep, LlmBlockOptions o = {}) {
   auto guard = s.enter();
-  const AttentionOptions ao{.dropout = o.dropout, .bias = false, .rope = true, .rope_theta = o.rope_theta};
-  x = x + maybe_dropout(grouped_query_attention<H, KVH>(s / "self_attn", rms_norm_layer(s / "input_norm", x, o.eps), keep, ao).out, o.dropout);
+  const AttentionOptions ao{
+      .dropout = o.dropout, .bias = false, .rope = true, .rope_theta = o.rope_theta};
+  x = x + maybe_dropout(grouped_query_attention<H, KVH>(
+                            s / "self_attn", rms_norm_layer(s / "input_norm", x, o.eps), keep, ao)
+                            .out,
+                        o.dropout);
   return x + swiglu<Dff>(s / "mlp", rms_norm_layer(s / "post_attention_norm", x, o.eps), o.dropout);
 }
+// snippet-end: docs-lm-2
 
+// snippet-begin: docs-encoder-4
 // Mean over the kept positions of x [B, S, D] with keep [B, S] -> [B, D]; a row with no kept
 // position gives zeros (its count is taken as 1).
 template <class S, DType T, class SK>
 constexpr auto masked_mean(Tensor<S, T> x, Tensor<SK, DType::boolean> keep) {
-  auto w = unsqueeze<-1>(cast<T>(keep));                    // [B, S, 1]
-  auto count = sum<1>(w);                                   // [B, 1]
-  auto safe = where(eq(count, count * 0.0), 1.0, count);   // NOTE: no division by zero
+  auto w = unsqueeze<-1>(cast<T>(keep));                  // [B, S, 1]
+  auto count = sum<1>(w);                                 // [B, 1]
+  auto safe = where(eq(count, count * 0.0), 1.0, count);  // NOTE: no division by zero
   return sum<1>(x * w) / safe;
 }
+// snippet-end: docs-encoder-4
 
 }  // namespace stag

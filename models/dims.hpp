@@ -22,7 +22,8 @@ inline constexpr auto dim_at = []<auto... Ds>(Shape<Ds...>) {
   constexpr int n = static_cast<int>(sizeof...(Ds));
   static_assert(Axis >= -n && Axis < n, "stag::dim_at: axis out of range");
   return std::get<(Axis < 0 ? Axis + n : Axis)>(std::tuple{Ds...});
-}(S{});
+}
+(S{});
 
 template <class S>
 inline constexpr auto last_dim = dim_at<S, -1>;
@@ -53,9 +54,10 @@ constexpr Quotient dim_divide(const DimV& a, const DimV& b) {
 template <auto D, auto H>
 inline constexpr auto dim_quotient = [] {
   constexpr detail::Quotient q = detail::dim_divide(dim_value<D>(), dim_value<H>());
-  static_assert(q.ok,
-                "stag: a model dim does not split into the number of heads (d_model must be a multiple "
-                "of heads; a symbolic d_model must have heads as a factor)");
+  static_assert(
+      q.ok,
+      "stag: a model dim does not split into the number of heads (d_model must be a multiple "
+      "of heads; a symbolic d_model must have heads as a factor)");
   if constexpr (q.ok) {
     using L = typename detail::concat_syms<typename detail::syms_of_dim<D>::type>::type;
     return detail::dim_from_value<q.dim, L>();

@@ -25,10 +25,14 @@ enum class Activation : std::uint8_t { relu, gelu, gelu_tanh, silu };
 template <class S, DType T>
 constexpr auto activate(Tensor<S, T> x, Activation a) {
   switch (a) {
-    case Activation::relu: return relu(x);
-    case Activation::gelu: return gelu(x);
-    case Activation::gelu_tanh: return gelu_tanh(x);
-    case Activation::silu: return silu(x);
+    case Activation::relu:
+      return relu(x);
+    case Activation::gelu:
+      return gelu(x);
+    case Activation::gelu_tanh:
+      return gelu_tanh(x);
+    case Activation::silu:
+      return silu(x);
   }
   return x;
 }
@@ -40,7 +44,8 @@ constexpr auto maybe_dropout(Tensor<S, T> x, double p) {
 
 // Position-wise feed-forward: linear(D -> Dff), activation, dropout, linear(Dff -> D).
 template <auto Dff, class S, DType T>
-constexpr auto feed_forward(Scope s, Tensor<S, T> x, Activation act = Activation::relu, double p = 0.0) {
+constexpr auto feed_forward(Scope s, Tensor<S, T> x, Activation act = Activation::relu,
+                            double p = 0.0) {
   auto guard = s.enter();
   auto h = maybe_dropout(activate(linear<Dff>(s / "w_1", x), act), p);
   return linear<last_dim<S>>(s / "w_2", h);
@@ -76,18 +81,21 @@ constexpr auto learned_positions(Scope s) {
   return embedding(positions<Len>(*s.b), table);
 }
 
+// snippet-begin: docs-transformer-3
 // Sinusoidal positions [len, D]: pe[p, 2i] = sin(p / 10000^(2i/D)), pe[p, 2i+1] = cos(...).
 // Computed in the graph from positions (no table to store); D must be even.
 template <auto D, auto Len>
 constexpr auto sinusoidal_positions(Builder& g, double base = 10000.0) {
   constexpr auto half = dim_quotient<D, 2>;
-  auto pos = unsqueeze<1>(cast<DType::f32>(positions<Len>(g)));                   // [len, 1]
-  auto i = unsqueeze<0>(cast<DType::f32>(positions<half>(g)));                    // [1, D/2]
+  auto pos = unsqueeze<1>(cast<DType::f32>(positions<Len>(g)));  // [len, 1]
+  auto i = unsqueeze<0>(cast<DType::f32>(positions<half>(g)));   // [1, D/2]
   const double k = -2.0 * cx::log(base) / static_cast<double>(dim_value<D>().coef);
-  static_assert(dim_value<D>().is_static(), "stag::sinusoidal_positions: the model dim must be static");
-  auto angle = pos * exp(i * k);                                                   // [len, D/2]
-  auto pe = concat<-1>(unsqueeze<-1>(sin(angle)), unsqueeze<-1>(cos(angle)));     // [len, D/2, 2]
+  static_assert(dim_value<D>().is_static(),
+                "stag::sinusoidal_positions: the model dim must be static");
+  auto angle = pos * exp(i * k);                                               // [len, D/2]
+  auto pe = concat<-1>(unsqueeze<-1>(sin(angle)), unsqueeze<-1>(cos(angle)));  // [len, D/2, 2]
   return view<Len, D>(pe);
 }
+// snippet-end: docs-transformer-3
 
 }  // namespace stag

@@ -11,6 +11,7 @@
 
 namespace stag {
 
+// snippet-begin: docs-lm-1
 struct LmConfig {
   int vocab = 4096;
   int d_model = 256;
@@ -30,7 +31,8 @@ constexpr auto lm_trunk(Builder& g, Tensor<S, DType::i32> ids) {
   auto x = maybe_dropout(token_embedding<C.vocab, C.d_model>(g / "embed_tokens", ids), C.dropout);
   const auto keep = causal_keep<dim_at<S, 1>>(g);  // [1, S, S]
   const LlmBlockOptions bo{.dropout = C.dropout, .rope_theta = C.rope_theta};
-  for (int l = 0; l < C.layers; ++l) x = llm_block<C.heads, C.kv_heads, C.d_ff>(g / "layers" / l, x, keep, bo);
+  for (int l = 0; l < C.layers; ++l)
+    x = llm_block<C.heads, C.kv_heads, C.d_ff>(g / "layers" / l, x, keep, bo);
   return rms_norm_layer(g / "norm", x, bo.eps);
 }
 
@@ -52,8 +54,9 @@ constexpr auto language_model(Builder& g) {
   auto logits = lm_logits<C>(g, lm_trunk<C>(g, ids)).named("logits").output("logits");
   return cross_entropy(logits, targets);
 }
+// snippet-end: docs-lm-1
 
 }  // namespace stag
 
-BOOST_HANA_ADAPT_STRUCT(stag::LmConfig, vocab, d_model, heads, kv_heads, d_ff, layers, dropout, rope_theta,
-                        tie_embeddings);
+BOOST_HANA_ADAPT_STRUCT(stag::LmConfig, vocab, d_model, heads, kv_heads, d_ff, layers, dropout,
+                        rope_theta, tie_embeddings);

@@ -4,25 +4,40 @@
 namespace {
 using namespace stag;
 
-constexpr ClassifierConfig kCls{.vocab = 50, .max_len = 16, .d_model = 16, .heads = 2, .d_ff = 32, .layers = 2,
-                                .classes = 3, .dropout = 0.0};
+constexpr ClassifierConfig kCls{.vocab = 50,
+                                .max_len = 16,
+                                .d_model = 16,
+                                .heads = 2,
+                                .d_ff = 32,
+                                .layers = 2,
+                                .classes = 3,
+                                .dropout = 0.0};
 constexpr auto cls = model([](Builder& g) { return classifier<kCls>(g); });
 constexpr auto cls_train = grad<cls>();
 
-constexpr TransformerConfig kTf{.src_vocab = 30, .tgt_vocab = 40, .d_model = 16, .heads = 2, .d_ff = 32,
-                                .enc_layers = 2, .dec_layers = 2, .dropout = 0.0};
+constexpr TransformerConfig kTf{.src_vocab = 30,
+                                .tgt_vocab = 40,
+                                .d_model = 16,
+                                .heads = 2,
+                                .d_ff = 32,
+                                .enc_layers = 2,
+                                .dec_layers = 2,
+                                .dropout = 0.0};
 constexpr auto tf = model([](Builder& g) { return transformer<kTf>(g); });
 constexpr auto tf_train = grad<tf>();
 
-constexpr LmConfig kLm{.vocab = 60, .d_model = 16, .heads = 4, .kv_heads = 2, .d_ff = 32, .layers = 2};
+constexpr LmConfig kLm{
+    .vocab = 60, .d_model = 16, .heads = 4, .kv_heads = 2, .d_ff = 32, .layers = 2};
 constexpr auto lm = model([](Builder& g) { return language_model<kLm>(g); });
 constexpr auto lm_train = grad<lm>();
 
 static_assert(cls.count(op::softmax) == 2);
 static_assert(tf.count(op::softmax) == 2 + 2 * 2);
 static_assert(lm.count(op::rope) == 4);
-static_assert(cls_train.shape(cls_train.output("grad/enc.1.self_attn.w_q.weight")) == Shape<16, 16>::value);
-static_assert(tf_train.shape(tf_train.output("grad/decoder.1.cross_attn.w_k.weight")) == Shape<16, 16>::value);
+static_assert(cls_train.shape(cls_train.output("grad/enc.1.self_attn.w_q.weight")) ==
+              Shape<16, 16>::value);
+static_assert(tf_train.shape(tf_train.output("grad/decoder.1.cross_attn.w_k.weight")) ==
+              Shape<16, 16>::value);
 static_assert(lm_train.shape(lm_train.output("grad/embed_tokens.weight")) == Shape<60, 16>::value);
 
 TEST_CASE("the classifier runs", "[models]") {

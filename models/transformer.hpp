@@ -12,6 +12,7 @@
 
 namespace stag {
 
+// snippet-begin: docs-transformer-1
 struct TransformerConfig {
   int src_vocab = 1000;
   int tgt_vocab = 1000;
@@ -24,7 +25,9 @@ struct TransformerConfig {
   double dropout = 0.1;
   bool pre_norm = true;
 };
+// snippet-end: docs-transformer-1
 
+// snippet-begin: docs-transformer-2
 template <const TransformerConfig& C>
 constexpr auto transformer(Builder& g) {
   using namespace dims;
@@ -35,7 +38,8 @@ constexpr auto transformer(Builder& g) {
   auto tgt_in = input<"tgt_in", Shape<batch, tgt_seq>, DType::i32>(g);
   auto tgt_keep = input<"tgt_keep", Shape<batch, tgt_seq>, DType::boolean>(g);
   auto tgt_out = input<"tgt_out", Shape<batch, tgt_seq>, DType::i32>(g);
-  const LayerOptions lo{.norm = C.pre_norm ? NormPlacement::pre : NormPlacement::post, .dropout = C.dropout};
+  const LayerOptions lo{.norm = C.pre_norm ? NormPlacement::pre : NormPlacement::post,
+                        .dropout = C.dropout};
 
   auto src_table = param<Shape<C.src_vocab, C.d_model>>(g / "src_embed", "weight", kEmbeddingInit);
   auto tgt_table = [&] {
@@ -45,11 +49,15 @@ constexpr auto transformer(Builder& g) {
       return param<Shape<C.tgt_vocab, C.d_model>>(g / "tgt_embed", "weight", kEmbeddingInit);
   }();
   constexpr double scale = cx::sqrt(static_cast<double>(C.d_model));
-  auto x = maybe_dropout(embedding(src, src_table) * scale + sinusoidal_positions<C.d_model, src_seq>(g), C.dropout);
-  auto y = maybe_dropout(embedding(tgt_in, tgt_table) * scale + sinusoidal_positions<C.d_model, tgt_seq>(g), C.dropout);
+  auto x = maybe_dropout(
+      embedding(src, src_table) * scale + sinusoidal_positions<C.d_model, src_seq>(g), C.dropout);
+  auto y = maybe_dropout(
+      embedding(tgt_in, tgt_table) * scale + sinusoidal_positions<C.d_model, tgt_seq>(g),
+      C.dropout);
 
-  const auto enc_keep = padding_keep(src_keep);                          // [B, 1, S]
-  for (int l = 0; l < C.enc_layers; ++l) x = encoder_layer<C.heads, C.d_ff>(g / "encoder" / l, x, enc_keep, lo);
+  const auto enc_keep = padding_keep(src_keep);  // [B, 1, S]
+  for (int l = 0; l < C.enc_layers; ++l)
+    x = encoder_layer<C.heads, C.d_ff>(g / "encoder" / l, x, enc_keep, lo);
   if (C.pre_norm) x = layer_norm_layer(g / "encoder" / "norm", x);
 
   const auto dec_keep = padding_keep(tgt_keep) & causal_keep<tgt_seq>(g);  // [B, T, T]
@@ -57,16 +65,20 @@ constexpr auto transformer(Builder& g) {
     y = decoder_layer<C.heads, C.d_ff>(g / "decoder" / l, y, x, dec_keep, enc_keep, lo);
   if (C.pre_norm) y = layer_norm_layer(g / "decoder" / "norm", y);
 
-  auto logits = [&] {
-    if constexpr (C.shared_vocab)
-      return matmul_nt(y, tgt_table);  // tied output projection
-    else
-      return linear<C.tgt_vocab>(g / "generator", y);
-  }().named("logits").output("logits");
+  auto logits =
+      [&] {
+        if constexpr (C.shared_vocab)
+          return matmul_nt(y, tgt_table);  // tied output projection
+        else
+          return linear<C.tgt_vocab>(g / "generator", y);
+      }()
+          .named("logits")
+          .output("logits");
   return cross_entropy(logits, tgt_out);
 }
+// snippet-end: docs-transformer-2
 
 }  // namespace stag
 
-BOOST_HANA_ADAPT_STRUCT(stag::TransformerConfig, src_vocab, tgt_vocab, shared_vocab, d_model, heads, d_ff, enc_layers,
-                        dec_layers, dropout, pre_norm);
+BOOST_HANA_ADAPT_STRUCT(stag::TransformerConfig, src_vocab, tgt_vocab, shared_vocab, d_model, heads,
+                        d_ff, enc_layers, dec_layers, dropout, pre_norm);

@@ -31,10 +31,10 @@ struct CpuContext {
 struct PostOp {
   enum class Kind : std::uint8_t { bias, scale, eltwise };
   Kind kind = Kind::bias;
-  TensorView bias;     // Kind::bias: [N], broadcast over the rows
-  float scale = 1.f;   // Kind::scale
-  OpId act{};          // Kind::eltwise: relu, gelu, gelu_tanh, silu, sigmoid or tanh
-  int node = -1;       // the graph node this folds in
+  TensorView bias;    // Kind::bias: [N], broadcast over the rows
+  float scale = 1.f;  // Kind::scale
+  OpId act{};         // Kind::eltwise: relu, gelu, gelu_tanh, silu, sigmoid or tanh
+  int node = -1;      // the graph node this folds in
 };
 
 struct CpuNode {
@@ -140,7 +140,13 @@ namespace stag {
 class OwnKernel : public CpuKernel {
  public:
   OwnKernel(const CpuNode& n, KernelFn reference, std::string what)
-      : g_(n.g), node_(n.node), in_(n.in), out_(n.out), state_(n.state), reference_(reference), what_(std::move(what)) {}
+      : g_(n.g),
+        node_(n.node),
+        in_(n.in),
+        out_(n.out),
+        state_(n.state),
+        reference_(reference),
+        what_(std::move(what)) {}
   std::string describe() const override { return what_; }
 
  protected:

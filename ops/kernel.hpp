@@ -120,11 +120,16 @@ inline std::int64_t offset_of(const TensorView& v, std::int64_t flat) {
 // Reads element `off` of a view of any dtype as double (for generic kernels).
 inline double load(const TensorView& v, std::int64_t off) {
   switch (v.dtype) {
-    case DType::f32: return v.as<const float>()[off];
-    case DType::f64: return v.as<const double>()[off];
-    case DType::i32: return v.as<const std::int32_t>()[off];
-    case DType::i64: return static_cast<double>(v.as<const std::int64_t>()[off]);
-    case DType::boolean: return v.as<const bool>()[off] ? 1.0 : 0.0;
+    case DType::f32:
+      return v.as<const float>()[off];
+    case DType::f64:
+      return v.as<const double>()[off];
+    case DType::i32:
+      return v.as<const std::int32_t>()[off];
+    case DType::i64:
+      return static_cast<double>(v.as<const std::int64_t>()[off]);
+    case DType::boolean:
+      return v.as<const bool>()[off] ? 1.0 : 0.0;
     case DType::bf16: {
       const std::uint16_t bits = v.as<const std::uint16_t>()[off];
       const std::uint32_t w = static_cast<std::uint32_t>(bits) << 16;
@@ -181,16 +186,30 @@ inline long double load_exact(const TensorView& v, std::int64_t off) {
 // Writes `x` to element `off`, rounding once to the view's dtype (see to_bf16, to_integer).
 inline void store_exact(const TensorView& v, std::int64_t off, long double x) {
   switch (v.dtype) {
-    case DType::f32: v.as<float>()[off] = static_cast<float>(x); return;
-    case DType::f64: v.as<double>()[off] = static_cast<double>(x); return;
-    case DType::i32: v.as<std::int32_t>()[off] = to_integer<std::int32_t>(x); return;
-    case DType::i64: v.as<std::int64_t>()[off] = to_integer<std::int64_t>(x); return;
-    case DType::boolean: v.as<bool>()[off] = x != 0; return;
-    case DType::bf16: v.as<std::uint16_t>()[off] = to_bf16(x); return;
+    case DType::f32:
+      v.as<float>()[off] = static_cast<float>(x);
+      return;
+    case DType::f64:
+      v.as<double>()[off] = static_cast<double>(x);
+      return;
+    case DType::i32:
+      v.as<std::int32_t>()[off] = to_integer<std::int32_t>(x);
+      return;
+    case DType::i64:
+      v.as<std::int64_t>()[off] = to_integer<std::int64_t>(x);
+      return;
+    case DType::boolean:
+      v.as<bool>()[off] = x != 0;
+      return;
+    case DType::bf16:
+      v.as<std::uint16_t>()[off] = to_bf16(x);
+      return;
   }
 }
 
-inline void store(const TensorView& v, std::int64_t off, double x) { store_exact(v, off, x); }
+inline void store(const TensorView& v, std::int64_t off, double x) {
+  store_exact(v, off, x);
+}
 
 // Dispatches a kernel body templated on the float type (float in f32 runs, double in f64 runs).
 template <class Fn>

@@ -53,32 +53,58 @@ struct OpDef;
 // the line of the failing throw, which carries the text.
 constexpr void raise_shape_error(ShapeErr e) {
   switch (e) {
-    case ShapeErr::ok: return;
-    case ShapeErr::rank: throw GraphError("stag: wrong rank for this op");
-    case ShapeErr::broadcast: throw GraphError("stag: shapes are not broadcastable");
-    case ShapeErr::inner_dim: throw GraphError("stag: matmul inner dimensions differ");
-    case ShapeErr::batch_dims: throw GraphError("stag: matmul batch dims not broadcastable");
-    case ShapeErr::axis: throw GraphError("stag: axis out of range");
-    case ShapeErr::permutation: throw GraphError("stag: not a permutation of the axes");
-    case ShapeErr::numel: throw GraphError("stag: view changes the element count");
-    case ShapeErr::symbols: throw GraphError("stag: view drops or adds a symbolic dim");
-    case ShapeErr::order: throw GraphError("stag: view reorders symbolic dims; use permute");
-    case ShapeErr::not_one: throw GraphError("stag: squeeze of a dim that is not 1");
-    case ShapeErr::odd_dim: throw GraphError("stag: a dim that must be even is odd");
-    case ShapeErr::expand: throw GraphError("stag: expand of a dim that is not 1");
-    case ShapeErr::slice_range: throw GraphError("stag: slice out of range");
-    case ShapeErr::concat_dims: throw GraphError("stag: concat of tensors whose other dims differ");
-    case ShapeErr::concat_symbolic: throw GraphError("stag: concat along different symbols");
-    case ShapeErr::dtype: throw GraphError("stag: unsupported dtype for this op");
-    case ShapeErr::mask_rank: throw GraphError("stag: mask rank differs from the input rank");
-    case ShapeErr::mask_dtype: throw GraphError("stag: mask must be bool");
-    case ShapeErr::mask_broadcast: throw GraphError("stag: mask does not broadcast to the input");
-    case ShapeErr::norm_dims: throw GraphError("stag: norm weight is not the trailing dims");
-    case ShapeErr::labels: throw GraphError("stag: labels do not match the logits");
-    case ShapeErr::too_many_syms: throw GraphError("stag: a dim has more than 3 symbols");
-    case ShapeErr::arity: throw GraphError("stag: wrong number of inputs");
-    case ShapeErr::shape_mismatch: throw GraphError("stag: operand shapes must be equal");
-    case ShapeErr::index_dtype: throw GraphError("stag: ids or labels must be i32 or i64");
+    case ShapeErr::ok:
+      return;
+    case ShapeErr::rank:
+      throw GraphError("stag: wrong rank for this op");
+    case ShapeErr::broadcast:
+      throw GraphError("stag: shapes are not broadcastable");
+    case ShapeErr::inner_dim:
+      throw GraphError("stag: matmul inner dimensions differ");
+    case ShapeErr::batch_dims:
+      throw GraphError("stag: matmul batch dims not broadcastable");
+    case ShapeErr::axis:
+      throw GraphError("stag: axis out of range");
+    case ShapeErr::permutation:
+      throw GraphError("stag: not a permutation of the axes");
+    case ShapeErr::numel:
+      throw GraphError("stag: view changes the element count");
+    case ShapeErr::symbols:
+      throw GraphError("stag: view drops or adds a symbolic dim");
+    case ShapeErr::order:
+      throw GraphError("stag: view reorders symbolic dims; use permute");
+    case ShapeErr::not_one:
+      throw GraphError("stag: squeeze of a dim that is not 1");
+    case ShapeErr::odd_dim:
+      throw GraphError("stag: a dim that must be even is odd");
+    case ShapeErr::expand:
+      throw GraphError("stag: expand of a dim that is not 1");
+    case ShapeErr::slice_range:
+      throw GraphError("stag: slice out of range");
+    case ShapeErr::concat_dims:
+      throw GraphError("stag: concat of tensors whose other dims differ");
+    case ShapeErr::concat_symbolic:
+      throw GraphError("stag: concat along different symbols");
+    case ShapeErr::dtype:
+      throw GraphError("stag: unsupported dtype for this op");
+    case ShapeErr::mask_rank:
+      throw GraphError("stag: mask rank differs from the input rank");
+    case ShapeErr::mask_dtype:
+      throw GraphError("stag: mask must be bool");
+    case ShapeErr::mask_broadcast:
+      throw GraphError("stag: mask does not broadcast to the input");
+    case ShapeErr::norm_dims:
+      throw GraphError("stag: norm weight is not the trailing dims");
+    case ShapeErr::labels:
+      throw GraphError("stag: labels do not match the logits");
+    case ShapeErr::too_many_syms:
+      throw GraphError("stag: a dim has more than 3 symbols");
+    case ShapeErr::arity:
+      throw GraphError("stag: wrong number of inputs");
+    case ShapeErr::shape_mismatch:
+      throw GraphError("stag: operand shapes must be equal");
+    case ShapeErr::index_dtype:
+      throw GraphError("stag: ids or labels must be i32 or i64");
   }
 }
 

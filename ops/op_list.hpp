@@ -41,8 +41,12 @@ enum class OpId : std::uint16_t {
 
 inline constexpr int kOpCount = static_cast<int>(OpId::count);
 
-constexpr OpCode code(OpId id) { return OpCode{static_cast<std::uint16_t>(id)}; }
-constexpr OpId op_id(OpCode c) { return static_cast<OpId>(c.value); }
+constexpr OpCode code(OpId id) {
+  return OpCode{static_cast<std::uint16_t>(id)};
+}
+constexpr OpId op_id(OpCode c) {
+  return static_cast<OpId>(c.value);
+}
 
 // `stag::op::softmax` and friends: op codes for graph queries such as g.count(op::softmax).
 namespace op {

@@ -85,8 +85,12 @@ inline constexpr std::array<VjpFn, kOpCount> kOpVjps = {
 #undef STAG_X
 };
 
-constexpr const OpInfo& op_info(OpCode c) { return kOpInfos[c.value]; }
-constexpr std::string_view op_name(OpCode c) { return kOpInfos[c.value].name; }
+constexpr const OpInfo& op_info(OpCode c) {
+  return kOpInfos[c.value];
+}
+constexpr std::string_view op_name(OpCode c) {
+  return kOpInfos[c.value].name;
+}
 
 // Each op's registered name matches its list entry (catches copy-paste slips in OpInfo).
 constexpr bool registry_names_match() {

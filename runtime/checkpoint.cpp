@@ -126,8 +126,9 @@ void save_checkpoint(const std::string& path, const NamedArrays& store, const Tr
 void save_checkpoint(const std::string& path, const Session& session, const TrainState& state,
                      std::string_view config_json) {
   if (!session.has_params())
-    fail(path, "the session has not created its parameters yet (a parameter has a symbolic dim): "
-               "there is nothing to save before its first step");
+    fail(path,
+         "the session has not created its parameters yet (a parameter has a symbolic dim): "
+         "there is nothing to save before its first step");
   save_checkpoint(path, session.params(), state, config_json);
 }
 

@@ -135,7 +135,8 @@ std::vector<double> train_losses(std::uint64_t seed) {
   return losses;
 }
 
-TEST_CASE("two training runs with the same seed and threads give bitwise-equal losses", "[session]") {
+TEST_CASE("two training runs with the same seed and threads give bitwise-equal losses",
+          "[session]") {
   const std::vector<double> a = train_losses(7), b = train_losses(7), c = train_losses(8);
   CHECK(a == b);  // bitwise: exact double comparison
   CHECK(a != c);

@@ -19,8 +19,8 @@ using stag::Array;
 using stag::DType;
 
 // Values in [lo, hi) from the counter-based RNG (reproducible, no global state).
-inline Array random_array(DType t, std::vector<std::int64_t> dims, std::uint64_t seed, double lo = -1.0,
-                          double hi = 1.0) {
+inline Array random_array(DType t, std::vector<std::int64_t> dims, std::uint64_t seed,
+                          double lo = -1.0, double hi = 1.0) {
   Array a(t, std::move(dims));
   for (std::int64_t i = 0; i < a.numel(); ++i) {
     const double u = stag::random::uniform(seed, 7, 11, static_cast<std::uint64_t>(i));
@@ -32,12 +32,13 @@ inline Array random_array(DType t, std::vector<std::int64_t> dims, std::uint64_t
   return a;
 }
 
-inline std::string compare_text(const std::vector<double>& got, const std::vector<double>& want, double& worst,
-                                std::size_t& at) {
+inline std::string compare_text(const std::vector<double>& got, const std::vector<double>& want,
+                                double& worst, std::size_t& at) {
   worst = 0;
   at = 0;
   for (std::size_t i = 0; i < got.size() && i < want.size(); ++i) {
-    const double d = std::isnan(got[i]) != std::isnan(want[i]) ? INFINITY : std::abs(got[i] - want[i]);
+    const double d =
+        std::isnan(got[i]) != std::isnan(want[i]) ? INFINITY : std::abs(got[i] - want[i]);
     if (d > worst || std::isnan(d)) {
       worst = d;
       at = i;

@@ -80,10 +80,12 @@ TEST_CASE("a product dim that does not match the bound symbols is refused", "[bi
 TEST_CASE("missing and unknown inputs are named", "[bind]") {
   NamedArrays in = good_inputs(2, 3);
   in.erase("keep");
-  CHECK(error_of(in).find("input 'keep' was not given (expected bool [batch, seq])") != std::string::npos);
+  CHECK(error_of(in).find("input 'keep' was not given (expected bool [batch, seq])") !=
+        std::string::npos);
   in = good_inputs(2, 3);
   in["kep"] = th::random_array(DType::boolean, {2, 3}, 2);
-  CHECK(error_of(in).find("'kep' is not an input of this graph (inputs: x, keep, flat)") != std::string::npos);
+  CHECK(error_of(in).find("'kep' is not an input of this graph (inputs: x, keep, flat)") !=
+        std::string::npos);
 }
 
 TEST_CASE("a parameter of the wrong shape is refused", "[bind]") {
@@ -93,7 +95,8 @@ TEST_CASE("a parameter of the wrong shape is refused", "[bind]") {
     evaluate_reference(graph, good_inputs(2, 3), params);
     FAIL("no error");
   } catch (const stag::Error& e) {
-    CHECK(std::string(e.what()).find("parameter 'proj.weight' dim 0: expected 8, got 3") != std::string::npos);
+    CHECK(std::string(e.what()).find("parameter 'proj.weight' dim 0: expected 8, got 3") !=
+          std::string::npos);
   }
 }
 

@@ -12,7 +12,8 @@ constexpr auto kv = sym<"kv_seq">;
 static_assert(std::is_same_v<canonical_t<Shape<batch, seq, 512>>, Shape<batch, seq, 512>>);
 static_assert(std::is_same_v<decltype(batch * seq), decltype(seq * batch)>);
 static_assert(std::is_same_v<canonical_t<Shape<prod<batch, 1>, 4L>>, Shape<batch, 4>>);
-static_assert(std::is_same_v<std::remove_const_t<decltype(prod<8, 64>)>, int>);  // static*static stays static
+static_assert(
+    std::is_same_v<std::remove_const_t<decltype(prod<8, 64>)>, int>);  // static*static stays static
 static_assert(prod<8, 64> == 512);
 static_assert(Shape<batch * seq, 512>::value.dims[0].nsym == 2);
 static_assert(!Shape<batch * seq, 512>::value.dims[0].is_static());
@@ -51,7 +52,8 @@ static_assert(algebra::transpose(bsd, 3, 0).err == ShapeErr::axis);
 
 // squeeze / unsqueeze / concat / expand / slice / reduce.
 static_assert(algebra::unsqueeze(Shape<batch, seq>::value, 1).shape == Shape<batch, 1, seq>::value);
-static_assert(algebra::unsqueeze(Shape<batch, seq>::value, -1).shape == Shape<batch, seq, 1>::value);
+static_assert(algebra::unsqueeze(Shape<batch, seq>::value, -1).shape ==
+              Shape<batch, seq, 1>::value);
 static_assert(algebra::squeeze(Shape<batch, 1, seq>::value, 1).shape == Shape<batch, seq>::value);
 static_assert(algebra::squeeze(Shape<batch, 2, seq>::value, 1).err == ShapeErr::not_one);
 constexpr ShapeV parts[] = {Shape<batch, 3>::value, Shape<batch, 5>::value};
@@ -60,8 +62,10 @@ constexpr ShapeV sym_parts[] = {Shape<seq, 4>::value, Shape<seq, 4>::value};
 static_assert(algebra::concat(sym_parts, 2, 0).shape == Shape<prod<2, seq>, 4>::value);
 constexpr ShapeV bad_parts[] = {Shape<seq, 4>::value, Shape<kv, 4>::value};
 static_assert(algebra::concat(bad_parts, 2, 0).err == ShapeErr::concat_symbolic);
-static_assert(algebra::expand(Shape<batch, 1, 1, seq>::value, Shape<batch, 8, seq, seq>::value).ok());
-static_assert(algebra::expand(Shape<batch, 2, seq>::value, Shape<batch, 8, seq>::value).err == ShapeErr::expand);
+static_assert(
+    algebra::expand(Shape<batch, 1, 1, seq>::value, Shape<batch, 8, seq, seq>::value).ok());
+static_assert(algebra::expand(Shape<batch, 2, seq>::value, Shape<batch, 8, seq>::value).err ==
+              ShapeErr::expand);
 static_assert(algebra::slice(Shape<batch, 13>::value, 1, 2, 7).shape == Shape<batch, 5>::value);
 static_assert(algebra::slice(Shape<batch, 13>::value, 1, 2, 14).err == ShapeErr::slice_range);
 static_assert(algebra::reduce(bsd, 0b100, false).shape == Shape<batch, seq>::value);

@@ -29,8 +29,11 @@ int main() {
   for (std::int64_t i = 0; i < x.numel(); ++i) x.set(i, std::sin(0.1 * static_cast<double>(i)));
   for (std::int64_t i = 0; i < keep.numel(); ++i) keep.set(i, i % 5 < 4);  // last position padded
   label.set(1, 1);
-  s.set_inputs({{"x", x}, {"keep", keep}, {"label", label},
-                {"lr", stag::Array::from<float>({}, {1e-3f})}, {"step", stag::Array::from<float>({}, {1.f})}});
+  s.set_inputs({{"x", x},
+                {"keep", keep},
+                {"label", label},
+                {"lr", stag::Array::from<float>({}, {1e-3f})},
+                {"step", stag::Array::from<float>({}, {1.f})}});
   s.run({.training = true, .step = 1});
   const double loss = s.result();
   const stag::Array dw = s.get("grad/enc.0.self_attn.w_q.weight");

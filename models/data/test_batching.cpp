@@ -236,7 +236,8 @@ TEST_CASE("seq2seq batches shift targets: <bos> y in, y <eos> out, one mask", "[
   CHECK(values(b.src) == as_doubles({5, 4, 4, 0}));
   CHECK(values(b.src_keep) == as_doubles({1, 1, 1, 0}));
   CHECK(values(b.tgt_in) == as_doubles({kBosId, 5, 4, kBosId, 4, 0}));
-  CHECK(values(b.tgt_out) == as_doubles({5, 4, kEosId, 4, kEosId, kIgnoreLabel}));  // padding is ignored
+  CHECK(values(b.tgt_out) ==
+        as_doubles({5, 4, kEosId, 4, kEosId, kIgnoreLabel}));  // padding is ignored
   CHECK(values(b.tgt_keep) == as_doubles({1, 1, 1, 1, 1, 0}));
   CHECK(b.inputs().size() == 5);
 }

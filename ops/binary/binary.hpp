@@ -21,14 +21,14 @@ constexpr ShapeResult arith(const ShapeV& a, DType ta, const ShapeV& b, DType tb
 
 // in_place: the output may overwrite an operand of the output's shape (either operand of the
 // commutative ops, the first of sub and div).
-#define STAG_BINARY_OPDEF(id, label, inplace)                \
-  template <>                                                \
-  struct OpDef<OpId::id> {                                   \
-    static constexpr OpInfo info{#id, label, 2};             \
-    static constexpr void vjp(VjpCtx&);                      \
-    static void reference(const KernelArgs&);                \
-    static std::unique_ptr<CpuKernel> cpu(const CpuNode&);   \
-    static constexpr std::uint8_t in_place = inplace;        \
+#define STAG_BINARY_OPDEF(id, label, inplace)              \
+  template <>                                              \
+  struct OpDef<OpId::id> {                                 \
+    static constexpr OpInfo info{#id, label, 2};           \
+    static constexpr void vjp(VjpCtx&);                    \
+    static void reference(const KernelArgs&);              \
+    static std::unique_ptr<CpuKernel> cpu(const CpuNode&); \
+    static constexpr std::uint8_t in_place = inplace;      \
   };
 STAG_BINARY_OPDEF(add, "+", 0b11)
 STAG_BINARY_OPDEF(sub, "-", 0b01)
@@ -36,21 +36,22 @@ STAG_BINARY_OPDEF(mul, "×", 0b11)
 STAG_BINARY_OPDEF(div, "÷", 0b01)
 #undef STAG_BINARY_OPDEF
 
-#define STAG_BINARY_FN(fn, id)                                                                   \
-  constexpr Ref fn(Ref a, Ref b) {                                                               \
-    return emit(OpId::id, #id, {a, b}, rules::arith(a.shape(), a.dtype(), b.shape(), b.dtype())); \
-  }                                                                                              \
-  template <class SA, DType TA, class SB, DType TB>                                              \
-  constexpr auto fn(Tensor<SA, TA> a, Tensor<SB, TB> b) {                                        \
-    constexpr ShapeResult r = rules::arith(SA::value, TA, SB::value, TB);                        \
-    static_assert(r.err != ShapeErr::dtype,                                                      \
+#define STAG_BINARY_FN(fn, id)                                                                     \
+  constexpr Ref fn(Ref a, Ref b) {                                                                 \
+    return emit(OpId::id, #id, {a, b}, rules::arith(a.shape(), a.dtype(), b.shape(), b.dtype()));  \
+  }                                                                                                \
+  template <class SA, DType TA, class SB, DType TB>                                                \
+  constexpr auto fn(Tensor<SA, TA> a, Tensor<SB, TB> b) {                                          \
+    constexpr ShapeResult r = rules::arith(SA::value, TA, SB::value, TB);                          \
+    static_assert(r.err != ShapeErr::dtype,                                                        \
                   "stag::" #id ": operands must have the same numeric dtype (no implicit casts)"); \
-    static_assert(r.err != ShapeErr::broadcast,                                                  \
-                  "stag::" #id ": shapes are not broadcastable (numpy rules; symbols match by name)"); \
-    if constexpr (r.ok())                                                                        \
-      return typed<r.shape, r.dtype, SA, SB>(fn(a.ref(), b.ref()));                              \
-    else                                                                                         \
-      return a;                                                                                  \
+    static_assert(r.err != ShapeErr::broadcast,                                                    \
+                  "stag::" #id                                                                     \
+                  ": shapes are not broadcastable (numpy rules; symbols match by name)");          \
+    if constexpr (r.ok())                                                                          \
+      return typed<r.shape, r.dtype, SA, SB>(fn(a.ref(), b.ref()));                                \
+    else                                                                                           \
+      return a;                                                                                    \
   }
 STAG_BINARY_FN(add, add)
 STAG_BINARY_FN(sub, sub)
@@ -59,13 +60,21 @@ STAG_BINARY_FN(div, div)
 #undef STAG_BINARY_FN
 
 template <class SA, DType TA, class SB, DType TB>
-constexpr auto operator+(Tensor<SA, TA> a, Tensor<SB, TB> b) { return add(a, b); }
+constexpr auto operator+(Tensor<SA, TA> a, Tensor<SB, TB> b) {
+  return add(a, b);
+}
 template <class SA, DType TA, class SB, DType TB>
-constexpr auto operator-(Tensor<SA, TA> a, Tensor<SB, TB> b) { return sub(a, b); }
+constexpr auto operator-(Tensor<SA, TA> a, Tensor<SB, TB> b) {
+  return sub(a, b);
+}
 template <class SA, DType TA, class SB, DType TB>
-constexpr auto operator*(Tensor<SA, TA> a, Tensor<SB, TB> b) { return mul(a, b); }
+constexpr auto operator*(Tensor<SA, TA> a, Tensor<SB, TB> b) {
+  return mul(a, b);
+}
 template <class SA, DType TA, class SB, DType TB>
-constexpr auto operator/(Tensor<SA, TA> a, Tensor<SB, TB> b) { return div(a, b); }
+constexpr auto operator/(Tensor<SA, TA> a, Tensor<SB, TB> b) {
+  return div(a, b);
+}
 
 // Tensor-scalar arithmetic: the scalar becomes a [] constant of the tensor's dtype.
 // NOTE: with an integer tensor the scalar must be a whole number that fits the dtype; otherwise
@@ -86,27 +95,55 @@ constexpr auto scalar_like(Tensor<S, T> a, double v) {
   return Tensor<Shape<>, T>{a.b, scalar_operand(*a.b, v, T).id};
 }
 template <class S, DType T>
-constexpr auto operator+(Tensor<S, T> a, double s) { return add(a, scalar_like(a, s)); }
+constexpr auto operator+(Tensor<S, T> a, double s) {
+  return add(a, scalar_like(a, s));
+}
 template <class S, DType T>
-constexpr auto operator-(Tensor<S, T> a, double s) { return sub(a, scalar_like(a, s)); }
+constexpr auto operator-(Tensor<S, T> a, double s) {
+  return sub(a, scalar_like(a, s));
+}
 template <class S, DType T>
-constexpr auto operator*(Tensor<S, T> a, double s) { return mul(a, scalar_like(a, s)); }
+constexpr auto operator*(Tensor<S, T> a, double s) {
+  return mul(a, scalar_like(a, s));
+}
 template <class S, DType T>
-constexpr auto operator/(Tensor<S, T> a, double s) { return div(a, scalar_like(a, s)); }
+constexpr auto operator/(Tensor<S, T> a, double s) {
+  return div(a, scalar_like(a, s));
+}
 template <class S, DType T>
-constexpr auto operator+(double s, Tensor<S, T> a) { return add(scalar_like(a, s), a); }
+constexpr auto operator+(double s, Tensor<S, T> a) {
+  return add(scalar_like(a, s), a);
+}
 template <class S, DType T>
-constexpr auto operator-(double s, Tensor<S, T> a) { return sub(scalar_like(a, s), a); }
+constexpr auto operator-(double s, Tensor<S, T> a) {
+  return sub(scalar_like(a, s), a);
+}
 template <class S, DType T>
-constexpr auto operator*(double s, Tensor<S, T> a) { return mul(scalar_like(a, s), a); }
+constexpr auto operator*(double s, Tensor<S, T> a) {
+  return mul(scalar_like(a, s), a);
+}
 template <class S, DType T>
-constexpr auto operator/(double s, Tensor<S, T> a) { return div(scalar_like(a, s), a); }
+constexpr auto operator/(double s, Tensor<S, T> a) {
+  return div(scalar_like(a, s), a);
+}
 
-constexpr Ref operator+(Ref a, Ref b) { return add(a, b); }
-constexpr Ref operator-(Ref a, Ref b) { return sub(a, b); }
-constexpr Ref operator*(Ref a, Ref b) { return mul(a, b); }
-constexpr Ref operator/(Ref a, Ref b) { return div(a, b); }
-constexpr Ref operator*(Ref a, double s) { return mul(a, scalar_operand(*a.b, s, a.dtype())); }
-constexpr Ref operator+(Ref a, double s) { return add(a, scalar_operand(*a.b, s, a.dtype())); }
+constexpr Ref operator+(Ref a, Ref b) {
+  return add(a, b);
+}
+constexpr Ref operator-(Ref a, Ref b) {
+  return sub(a, b);
+}
+constexpr Ref operator*(Ref a, Ref b) {
+  return mul(a, b);
+}
+constexpr Ref operator/(Ref a, Ref b) {
+  return div(a, b);
+}
+constexpr Ref operator*(Ref a, double s) {
+  return mul(a, scalar_operand(*a.b, s, a.dtype()));
+}
+constexpr Ref operator+(Ref a, double s) {
+  return add(a, scalar_operand(*a.b, s, a.dtype()));
+}
 
 }  // namespace stag

@@ -16,6 +16,7 @@ constexpr void OpDef<OpId::sub>::vjp(VjpCtx& c) {
   c.grads[0] = sum_to(c.g(), c.x(0).shape());
   c.grads[1] = neg(sum_to(c.g(), c.x(1).shape()));
 }
+// snippet-begin: docs-autodiff-3
 constexpr void OpDef<OpId::mul>::vjp(VjpCtx& c) {
   c.grads[0] = sum_to(c.g() * c.x(1), c.x(0).shape());
   c.grads[1] = sum_to(c.g() * c.x(0), c.x(1).shape());
@@ -25,5 +26,6 @@ constexpr void OpDef<OpId::div>::vjp(VjpCtx& c) {
   c.grads[0] = sum_to(c.g() / c.x(1), c.x(0).shape());
   c.grads[1] = neg(sum_to(c.g() * c.y() / c.x(1), c.x(1).shape()));
 }
+// snippet-end: docs-autodiff-3
 
 }  // namespace stag

@@ -28,14 +28,16 @@ constexpr ShapeResult compare(const ShapeV& a, DType ta, const ShapeV& b, DType 
 
 #define STAG_COMPARE_FN(fn)                                                                      \
   constexpr Ref fn(Ref a, Ref b) {                                                               \
-    return emit(OpId::fn, #fn, {a, b}, rules::compare(a.shape(), a.dtype(), b.shape(), b.dtype())); \
+    return emit(OpId::fn, #fn, {a, b},                                                           \
+                rules::compare(a.shape(), a.dtype(), b.shape(), b.dtype()));                     \
   }                                                                                              \
   template <class SA, DType TA, class SB, DType TB>                                              \
   constexpr auto fn(Tensor<SA, TA> a, Tensor<SB, TB> b) {                                        \
     constexpr ShapeResult r = rules::compare(SA::value, TA, SB::value, TB);                      \
     static_assert(r.err != ShapeErr::dtype, "stag::" #fn ": operands must have the same dtype"); \
     static_assert(r.err != ShapeErr::broadcast,                                                  \
-                  "stag::" #fn ": shapes are not broadcastable (numpy rules; symbols match by name)"); \
+                  "stag::" #fn                                                                   \
+                  ": shapes are not broadcastable (numpy rules; symbols match by name)");        \
     if constexpr (r.ok())                                                                        \
       return typed<r.shape, DType::boolean, SA, SB>(fn(a.ref(), b.ref()));                       \
     else                                                                                         \

@@ -11,8 +11,8 @@
 namespace stag {
 namespace {
 
-void dropout_block(const float* __restrict x, float* __restrict y, std::int64_t begin, std::int64_t end,
-                   std::uint64_t stream, std::uint64_t threshold, float scale) {
+void dropout_block(const float* __restrict x, float* __restrict y, std::int64_t begin,
+                   std::int64_t end, std::uint64_t stream, std::uint64_t threshold, float scale) {
 #pragma omp simd
   for (std::int64_t i = begin; i < end; ++i) {
     const std::uint64_t b = random::mix(stream ^ static_cast<std::uint64_t>(i)) >> 11;
@@ -22,7 +22,8 @@ void dropout_block(const float* __restrict x, float* __restrict y, std::int64_t 
 
 class DropoutKernel final : public OwnKernel {
  public:
-  explicit DropoutKernel(const CpuNode& n) : OwnKernel(n, &OpDef<OpId::dropout>::reference, "own dropout") {}
+  explicit DropoutKernel(const CpuNode& n)
+      : OwnKernel(n, &OpDef<OpId::dropout>::reference, "own dropout") {}
   void run() override {
     const double p = attr().f[0];
     const std::int64_t n = out_.numel();
@@ -33,12 +34,14 @@ class DropoutKernel final : public OwnKernel {
       if (x != y) std::memcpy(y, x, static_cast<std::size_t>(n) * sizeof(float));
       return;
     }
-    const std::uint64_t stream = random::stream(state_.seed, state_.step, static_cast<std::uint64_t>(attr().i[0]));
+    const std::uint64_t stream =
+        random::stream(state_.seed, state_.step, static_cast<std::uint64_t>(attr().i[0]));
     const std::uint64_t threshold = random::keep_threshold(p);
     const auto scale = static_cast<float>(1.0 / (1.0 - p));
     constexpr std::int64_t block = 1 << 14;
 #pragma omp parallel for schedule(static)
-    for (std::int64_t b = 0; b < n; b += block) dropout_block(x, y, b, std::min(n, b + block), stream, threshold, scale);
+    for (std::int64_t b = 0; b < n; b += block)
+      dropout_block(x, y, b, std::min(n, b + block), stream, threshold, scale);
   }
 };
 

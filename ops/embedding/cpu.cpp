@@ -21,7 +21,9 @@ bool ids_ok(const Id* ids, std::int64_t n, std::int64_t rows) {
 class EmbeddingKernel final : public OwnKernel {
  public:
   EmbeddingKernel(const CpuNode& n, bool backward)
-      : OwnKernel(n, backward ? &OpDef<OpId::embedding_backward>::reference : &OpDef<OpId::embedding>::reference,
+      : OwnKernel(n,
+                  backward ? &OpDef<OpId::embedding_backward>::reference
+                           : &OpDef<OpId::embedding>::reference,
                   backward ? "own embedding backward (scatter-add)" : "own embedding (gather)"),
         backward_(backward) {}
 
@@ -47,7 +49,8 @@ class EmbeddingKernel final : public OwnKernel {
       float* y = out_.as<float>();
 #pragma omp parallel for schedule(static)
       for (std::int64_t i = 0; i < n; ++i)
-        std::memcpy(y + i * d, table + static_cast<std::int64_t>(ids[i]) * d, static_cast<std::size_t>(d) * sizeof(float));
+        std::memcpy(y + i * d, table + static_cast<std::int64_t>(ids[i]) * d,
+                    static_cast<std::size_t>(d) * sizeof(float));
       return;
     }
     const std::int64_t d = out_.dims[1];
@@ -58,7 +61,8 @@ class EmbeddingKernel final : public OwnKernel {
 #pragma omp parallel for schedule(static)
     for (std::int64_t b = 0; b < blocks; ++b) {
       const std::int64_t k0 = b * block, k1 = std::min(d, k0 + block);
-      for (std::int64_t r = 0; r < out_.dims[0]; ++r) std::fill(out + r * d + k0, out + r * d + k1, 0.f);
+      for (std::int64_t r = 0; r < out_.dims[0]; ++r)
+        std::fill(out + r * d + k0, out + r * d + k1, 0.f);
       for (std::int64_t i = 0; i < n; ++i) {
         float* dst = out + static_cast<std::int64_t>(ids[i]) * d;
         const float* src = g + i * d;

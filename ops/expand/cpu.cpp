@@ -29,14 +29,18 @@ class ExpandKernel final : public CpuKernel {
       }
       unsigned char* o = dst + static_cast<std::size_t>(r * inner_) * es;
       if (inner_stride == 1) {
-        std::memcpy(o, src + static_cast<std::size_t>(off) * es, static_cast<std::size_t>(inner_) * es);
+        std::memcpy(o, src + static_cast<std::size_t>(off) * es,
+                    static_cast<std::size_t>(inner_) * es);
       } else {
         for (std::int64_t k = 0; k < inner_; ++k)
-          std::memcpy(o + static_cast<std::size_t>(k) * es, src + static_cast<std::size_t>(off + k * inner_stride) * es, es);
+          std::memcpy(o + static_cast<std::size_t>(k) * es,
+                      src + static_cast<std::size_t>(off + k * inner_stride) * es, es);
       }
     }
   }
-  std::string describe() const override { return "own expand"; }
+  std::string describe() const override {
+    return "own expand";
+  }
 
  private:
   TensorView in_, out_;

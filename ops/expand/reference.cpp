@@ -12,7 +12,8 @@ void OpDef<OpId::expand>::reference(const KernelArgs& a) {
   const auto* in = static_cast<const unsigned char*>(a.in[0].data);
   auto* out = static_cast<unsigned char*>(a.out.data);
   kernel::for_each_broadcast<1>(a.out, ins, [&](std::int64_t i, const std::int64_t* off) {
-    std::memcpy(out + i * static_cast<std::int64_t>(es), in + off[0] * static_cast<std::int64_t>(es), es);
+    std::memcpy(out + i * static_cast<std::int64_t>(es),
+                in + off[0] * static_cast<std::int64_t>(es), es);
   });
 }
 

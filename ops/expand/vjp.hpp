@@ -6,6 +6,8 @@
 
 namespace stag {
 
-constexpr void OpDef<OpId::expand>::vjp(VjpCtx& c) { c.grads[0] = sum_to(c.g(), c.x(0).shape()); }
+constexpr void OpDef<OpId::expand>::vjp(VjpCtx& c) {
+  c.grads[0] = sum_to(c.g(), c.x(0).shape());
+}
 
 }  // namespace stag

@@ -15,7 +15,8 @@ struct OpDef<OpId::input> {
 
 template <fixed_string Name, class S, DType T = DType::f32>
 constexpr auto input(Builder& g) {
-  static_assert(ShapeType<S>, "stag::input: the second template argument must be a stag::Shape<...>");
+  static_assert(ShapeType<S>,
+                "stag::input: the second template argument must be a stag::Shape<...>");
   using C = canonical_t<S>;
   register_syms<C>(g);
   const int id = g.add(code(OpId::input), {}, C::value, T, nullptr, Name.view(), kFlagInput);

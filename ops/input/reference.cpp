@@ -5,7 +5,8 @@
 namespace stag {
 
 void OpDef<OpId::input>::reference(const KernelArgs& a) {
-  throw Error("stag: internal error: input '" + a.name() + "' is bound by the evaluator, not computed");
+  throw Error("stag: internal error: input '" + a.name() +
+              "' is bound by the evaluator, not computed");
 }
 
 }  // namespace stag

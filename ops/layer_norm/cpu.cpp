@@ -10,8 +10,9 @@
 namespace stag {
 namespace {
 
-STAG_VECTORIZED void ln_row(const float* __restrict x, const float* __restrict w, const float* __restrict b,
-                            float* __restrict y, std::int64_t n, float eps) {
+STAG_VECTORIZED void ln_row(const float* __restrict x, const float* __restrict w,
+                            const float* __restrict b, float* __restrict y, std::int64_t n,
+                            float eps) {
   float sum = 0.f;
 #pragma omp simd reduction(+ : sum)
   for (std::int64_t i = 0; i < n; ++i) sum += x[i];
@@ -19,7 +20,8 @@ STAG_VECTORIZED void ln_row(const float* __restrict x, const float* __restrict w
   float ss = 0.f;
 #pragma omp simd reduction(+ : ss)
   for (std::int64_t i = 0; i < n; ++i) ss += (x[i] - mean) * (x[i] - mean);
-  const float rstd = 1.f / std::sqrt(ss / static_cast<float>(n) + eps);  // NOTE: eps inside the sqrt
+  const float rstd =
+      1.f / std::sqrt(ss / static_cast<float>(n) + eps);  // NOTE: eps inside the sqrt
   if (w)
     for (std::int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * rstd * w[i] + b[i];
   else
@@ -27,8 +29,9 @@ STAG_VECTORIZED void ln_row(const float* __restrict x, const float* __restrict w
 }
 
 // dx = rstd * (gh - mean(gh) - xh * mean(gh * xh)), gh = g * w, xh = (x - mean) * rstd.
-STAG_VECTORIZED void ln_row_backward(const float* __restrict x, const float* __restrict w, const float* __restrict g,
-                                     float* __restrict dx, std::int64_t n, float eps) {
+STAG_VECTORIZED void ln_row_backward(const float* __restrict x, const float* __restrict w,
+                                     const float* __restrict g, float* __restrict dx,
+                                     std::int64_t n, float eps) {
   float sum = 0.f;
 #pragma omp simd reduction(+ : sum)
   for (std::int64_t i = 0; i < n; ++i) sum += x[i];
@@ -54,7 +57,9 @@ STAG_VECTORIZED void ln_row_backward(const float* __restrict x, const float* __r
 class LayerNormKernel final : public OwnKernel {
  public:
   LayerNormKernel(const CpuNode& n, bool backward)
-      : OwnKernel(n, backward ? &OpDef<OpId::layer_norm_backward>::reference : &OpDef<OpId::layer_norm>::reference,
+      : OwnKernel(n,
+                  backward ? &OpDef<OpId::layer_norm_backward>::reference
+                           : &OpDef<OpId::layer_norm>::reference,
                   backward ? "own layer_norm backward" : "own layer_norm"),
         backward_(backward) {
     const int k = static_cast<int>(attr().i[0]);
@@ -71,7 +76,8 @@ class LayerNormKernel final : public OwnKernel {
     if (backward_) {
       const float* g = in_[affine ? 2 : 1].as<const float>();
 #pragma omp parallel for schedule(static)
-      for (std::int64_t r = 0; r < rows_; ++r) ln_row_backward(x + r * len_, w, g + r * len_, y + r * len_, len_, eps_);
+      for (std::int64_t r = 0; r < rows_; ++r)
+        ln_row_backward(x + r * len_, w, g + r * len_, y + r * len_, len_, eps_);
     } else {
       const float* b = affine ? in_[2].as<const float>() : nullptr;
 #pragma omp parallel for schedule(static)

@@ -37,12 +37,18 @@ TensorView collapse_rows(const TensorView& v) {
 
 dnnl::algorithm eltwise_alg(OpId act) {
   switch (act) {
-    case OpId::relu: return dnnl::algorithm::eltwise_relu;
-    case OpId::gelu: return dnnl::algorithm::eltwise_gelu_erf;
-    case OpId::gelu_tanh: return dnnl::algorithm::eltwise_gelu_tanh;
-    case OpId::silu: return dnnl::algorithm::eltwise_swish;
-    case OpId::sigmoid: return dnnl::algorithm::eltwise_logistic;
-    default: return dnnl::algorithm::eltwise_tanh;
+    case OpId::relu:
+      return dnnl::algorithm::eltwise_relu;
+    case OpId::gelu:
+      return dnnl::algorithm::eltwise_gelu_erf;
+    case OpId::gelu_tanh:
+      return dnnl::algorithm::eltwise_gelu_tanh;
+    case OpId::silu:
+      return dnnl::algorithm::eltwise_swish;
+    case OpId::sigmoid:
+      return dnnl::algorithm::eltwise_logistic;
+    default:
+      return dnnl::algorithm::eltwise_tanh;
   }
 }
 
@@ -94,9 +100,11 @@ std::unique_ptr<CpuKernel> OpDef<OpId::matmul>::cpu(const CpuNode& n) {
   const dnnl::engine& eng = n.ctx.eng;
   std::vector<OnednnKernel::Step> steps;
   std::vector<Array> scratch;
-  auto try_pd = [&](const TensorView& av, const TensorView& bv) -> std::optional<dnnl::matmul::primitive_desc> {
+  auto try_pd = [&](const TensorView& av,
+                    const TensorView& bv) -> std::optional<dnnl::matmul::primitive_desc> {
     try {
-      const auto desc = bias ? dnnl::matmul::desc(memory_desc(av), memory_desc(bv), memory_desc(*bias), memory_desc(c))
+      const auto desc = bias ? dnnl::matmul::desc(memory_desc(av), memory_desc(bv),
+                                                  memory_desc(*bias), memory_desc(c))
                              : dnnl::matmul::desc(memory_desc(av), memory_desc(bv), memory_desc(c));
       return dnnl::matmul::primitive_desc(desc, attr, eng);
     } catch (const dnnl::error&) {
@@ -110,7 +118,8 @@ std::unique_ptr<CpuKernel> OpDef<OpId::matmul>::cpu(const CpuNode& n) {
       if (v->contiguous()) continue;
       TensorView dense = *v;
       dense.set_contiguous();
-      scratch.emplace_back(dense.dtype, std::vector<std::int64_t>(dense.dims, dense.dims + dense.rank));
+      scratch.emplace_back(dense.dtype,
+                           std::vector<std::int64_t>(dense.dims, dense.dims + dense.rank));
       dense.data = scratch.back().raw();
       dnnl::memory src = memory_of(*v, eng), dst = memory_of(dense, eng);
       steps.push_back({make_primitive<dnnl::reorder>(dnnl::reorder::primitive_desc(src, dst)),
@@ -120,13 +129,15 @@ std::unique_ptr<CpuKernel> OpDef<OpId::matmul>::cpu(const CpuNode& n) {
     pd = try_pd(a_used, b_used);
     if (!pd) return nullptr;
   }
-  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, memory_of(pd->src_desc(), a_used, eng)},
-                                              {DNNL_ARG_WEIGHTS, memory_of(pd->weights_desc(), b_used, eng)},
-                                              {DNNL_ARG_DST, memory_of(pd->dst_desc(), c, eng)}};
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, memory_of(pd->src_desc(), a_used, eng)},
+      {DNNL_ARG_WEIGHTS, memory_of(pd->weights_desc(), b_used, eng)},
+      {DNNL_ARG_DST, memory_of(pd->dst_desc(), c, eng)}};
   if (bias) args.emplace(DNNL_ARG_BIAS, memory_of(pd->bias_desc(), *bias, eng));
   steps.push_back({make_primitive<dnnl::matmul>(*pd), std::move(args)});
   auto k = std::make_unique<OnednnKernel>(
-      eng, std::move(steps), "onednn matmul (" + impl_name(*pd) + (scratch.empty() ? "" : ", +reorder") + ")" + folded);
+      eng, std::move(steps),
+      "onednn matmul (" + impl_name(*pd) + (scratch.empty() ? "" : ", +reorder") + ")" + folded);
   k->scratch = std::move(scratch);
   return k;
 }

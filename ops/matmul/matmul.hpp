@@ -16,7 +16,7 @@ struct OpDef<OpId::matmul> {
   static constexpr void vjp(VjpCtx&);
   static void reference(const KernelArgs&);
   static std::unique_ptr<CpuKernel> cpu(const CpuNode&);  // oneDNN matmul
-  static constexpr std::uint8_t cpu_strided = 0b11;        // reads permuted operands in place
+  static constexpr std::uint8_t cpu_strided = 0b11;       // reads permuted operands in place
 };
 
 namespace rules {
@@ -55,11 +55,15 @@ constexpr auto matmul_typed(Tensor<SA, DA> a, Tensor<SB, DB> b) {
   static_assert(r.err != ShapeErr::dtype,
                 "stag::matmul: operands must be floating point tensors of the same dtype");
   static_assert(r.err != ShapeErr::rank, "stag::matmul: both operands need at least 2 dims");
-  static_assert(r.err != ShapeErr::inner_dim,
-                "stag::matmul: inner dimensions differ: A is [..., M, K] and B must be [..., K, N]");
+  static_assert(
+      r.err != ShapeErr::inner_dim,
+      "stag::matmul: inner dimensions differ: A is [..., M, K] and B must be [..., K, N]");
   static_assert(r.err != ShapeErr::batch_dims,
                 "stag::matmul: batch dimensions (all but the last two) are not broadcastable");
-  if constexpr (r.ok()) return typed<r.shape, DA, SA, SB>(matmul(a.ref(), b.ref(), TA, TB)); else return a;
+  if constexpr (r.ok())
+    return typed<r.shape, DA, SA, SB>(matmul(a.ref(), b.ref(), TA, TB));
+  else
+    return a;
 }
 }  // namespace detail
 

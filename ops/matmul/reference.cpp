@@ -42,7 +42,8 @@ void OpDef<OpId::matmul>::reference(const KernelArgs& args) {
         for (std::int64_t n = 0; n < N; ++n) {
           double acc = 0;
           for (std::int64_t k = 0; k < K; ++k)
-            acc += static_cast<double>(Ab[m * a_rs + k * a_ks]) * static_cast<double>(Bb[k * b_ks + n * b_cs]);
+            acc += static_cast<double>(Ab[m * a_rs + k * a_ks]) *
+                   static_cast<double>(Bb[k * b_ks + n * b_cs]);
           Cb[m * N + n] = static_cast<T>(acc);
         }
     }

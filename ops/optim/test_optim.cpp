@@ -18,7 +18,8 @@ constexpr auto net = model([](Builder& g) {
 });
 constexpr auto adamw_step = train_step<net, AdamW{.weight_decay = 0.1}>();
 constexpr auto adam_step = train_step<net, Adam{.weight_decay = 0.1}>();
-constexpr auto sgd_step = train_step<net, Sgd{.momentum = 0.9, .weight_decay = 0.1, .nesterov = true}>();
+constexpr auto sgd_step =
+    train_step<net, Sgd{.momentum = 0.9, .weight_decay = 0.1, .nesterov = true}>();
 constexpr auto clipped_step = train_step<net, AdamW{.clip_norm = 1e-3}>();
 static_assert(adamw_step.count(op::adam_update) == 2);
 static_assert(sgd_step.count(op::sgd_update) == 2);

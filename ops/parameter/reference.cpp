@@ -5,7 +5,8 @@
 namespace stag {
 
 void OpDef<OpId::parameter>::reference(const KernelArgs& a) {
-  throw Error("stag: internal error: parameter '" + a.name() + "' is read from the store, not computed");
+  throw Error("stag: internal error: parameter '" + a.name() +
+              "' is read from the store, not computed");
 }
 
 }  // namespace stag

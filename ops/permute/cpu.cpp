@@ -16,9 +16,10 @@ std::unique_ptr<CpuKernel> OpDef<OpId::permute>::cpu(const CpuNode& n) {
   const dnnl::engine& eng = n.ctx.eng;
   dnnl::memory s = memory_of(src, eng), d = memory_of(n.out, eng);
   dnnl::reorder::primitive_desc pd(s, d);
-  return std::make_unique<OnednnKernel>(eng, make_primitive<dnnl::reorder>(pd),
-                                        std::unordered_map<int, dnnl::memory>{{DNNL_ARG_SRC, s}, {DNNL_ARG_DST, d}},
-                                        "onednn reorder (" + impl_name(pd) + ")");
+  return std::make_unique<OnednnKernel>(
+      eng, make_primitive<dnnl::reorder>(pd),
+      std::unordered_map<int, dnnl::memory>{{DNNL_ARG_SRC, s}, {DNNL_ARG_DST, d}},
+      "onednn reorder (" + impl_name(pd) + ")");
 }
 
 }  // namespace stag

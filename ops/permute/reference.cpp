@@ -19,7 +19,8 @@ void OpDef<OpId::permute>::reference(const KernelArgs& a) {
   auto* out = static_cast<unsigned char*>(a.out.data);
   const std::int64_t n = a.out.numel();
   for (std::int64_t i = 0; i < n; ++i)
-    std::memcpy(out + i * static_cast<std::int64_t>(es), in + kernel::offset_of(src, i) * static_cast<std::int64_t>(es), es);
+    std::memcpy(out + i * static_cast<std::int64_t>(es),
+                in + kernel::offset_of(src, i) * static_cast<std::int64_t>(es), es);
 }
 
 }  // namespace stag

@@ -6,7 +6,8 @@ namespace stag {
 
 void OpDef<OpId::positions>::reference(const KernelArgs& a) {
   const std::int64_t n = a.out.numel();
-  for (std::int64_t i = 0; i < n; ++i) kernel::store(a.out, i, static_cast<double>(a.attr().i[0] + i));
+  for (std::int64_t i = 0; i < n; ++i)
+    kernel::store(a.out, i, static_cast<double>(a.attr().i[0] + i));
 }
 
 }  // namespace stag

@@ -14,7 +14,8 @@ constexpr Ref sum_to(Ref g, const ShapeV& target) {
   const int lead = s.rank - target.rank;
   for (int i = 0; i < s.rank; ++i) {
     const int it = i - lead;
-    if (it < 0 || (algebra::is_one(target.dims[it]) && !algebra::is_one(s.dims[i]))) mask |= 1u << i;
+    if (it < 0 || (algebra::is_one(target.dims[it]) && !algebra::is_one(s.dims[i])))
+      mask |= 1u << i;
   }
   const Ref summed = mask ? sum(g, mask, true) : g;
   return reshape(summed, target);

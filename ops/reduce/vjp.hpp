@@ -4,8 +4,8 @@
 // subgradient up to scale: a known kink that gradcheck avoids with distinct values).
 #pragma once
 
-#include <stag/ops/compare/compare.hpp>
 #include <stag/ops/cast/cast.hpp>
+#include <stag/ops/compare/compare.hpp>
 #include <stag/ops/expand/expand.hpp>
 #include <stag/ops/numel/numel.hpp>
 #include <stag/ops/reduce/reduce.hpp>

@@ -47,8 +47,9 @@ constexpr auto view(Tensor<S, T> x) {
                 "stag::view: the element counts differ (input shape vs target shape)");
   static_assert(r.err != ShapeErr::symbols,
                 "stag::view: the target drops or adds a symbolic dim (each symbol must be kept)");
-  static_assert(r.err != ShapeErr::order,
-                "stag::view: the target reorders symbolic dims; view cannot move data, use permute");
+  static_assert(
+      r.err != ShapeErr::order,
+      "stag::view: the target reorders symbolic dims; view cannot move data, use permute");
   register_syms<Target>(*x.b);
   if constexpr (r.ok())
     return Tensor<Target, T>{x.b, reshape(x.ref(), Target::value).id};
@@ -72,16 +73,21 @@ constexpr Ref squeeze(Ref x, int axis) {
 template <int Axis, class S, DType T>
 constexpr auto unsqueeze(Tensor<S, T> x) {
   constexpr ShapeResult r = algebra::unsqueeze(S::value, Axis, T);
-  static_assert(r.err != ShapeErr::axis, "stag::unsqueeze: axis out of range (valid: -rank-1 .. rank)");
+  static_assert(r.err != ShapeErr::axis,
+                "stag::unsqueeze: axis out of range (valid: -rank-1 .. rank)");
   static_assert(r.err != ShapeErr::rank, "stag::unsqueeze: the result would have more than 6 dims");
-  if constexpr (r.ok()) return typed<r.shape, T, S>(unsqueeze(x.ref(), Axis)); else return x;
+  if constexpr (r.ok())
+    return typed<r.shape, T, S>(unsqueeze(x.ref(), Axis));
+  else
+    return x;
 }
 template <int Axis, class S, DType T>
 constexpr auto squeeze(Tensor<S, T> x) {
   constexpr ShapeResult r = algebra::squeeze(S::value, Axis, T);
   static_assert(r.err != ShapeErr::axis, "stag::squeeze: axis out of range");
   static_assert(r.err != ShapeErr::not_one,
-                "stag::squeeze: the squeezed dim is not 1; check the axis (a longer dim must be reduced, e.g. with sum or max)");
+                "stag::squeeze: the squeezed dim is not 1; check the axis (a longer dim must be "
+                "reduced, e.g. with sum or max)");
   if constexpr (r.ok()) {
     return typed<r.shape, T, S>(squeeze(x.ref(), Axis));
   } else if constexpr (r.err == ShapeErr::not_one) {

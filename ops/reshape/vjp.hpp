@@ -5,8 +5,14 @@
 
 namespace stag {
 
-constexpr void OpDef<OpId::reshape>::vjp(VjpCtx& c) { c.grads[0] = reshape(c.g(), c.x(0).shape()); }
-constexpr void OpDef<OpId::unsqueeze>::vjp(VjpCtx& c) { c.grads[0] = reshape(c.g(), c.x(0).shape()); }
-constexpr void OpDef<OpId::squeeze>::vjp(VjpCtx& c) { c.grads[0] = reshape(c.g(), c.x(0).shape()); }
+constexpr void OpDef<OpId::reshape>::vjp(VjpCtx& c) {
+  c.grads[0] = reshape(c.g(), c.x(0).shape());
+}
+constexpr void OpDef<OpId::unsqueeze>::vjp(VjpCtx& c) {
+  c.grads[0] = reshape(c.g(), c.x(0).shape());
+}
+constexpr void OpDef<OpId::squeeze>::vjp(VjpCtx& c) {
+  c.grads[0] = reshape(c.g(), c.x(0).shape());
+}
 
 }  // namespace stag

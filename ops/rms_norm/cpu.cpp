@@ -8,12 +8,13 @@
 namespace stag {
 namespace {
 
-STAG_VECTORIZED void rms_row(const float* __restrict x, const float* __restrict w, float* __restrict y, std::int64_t n,
-                             float eps) {
+STAG_VECTORIZED void rms_row(const float* __restrict x, const float* __restrict w,
+                             float* __restrict y, std::int64_t n, float eps) {
   float ss = 0.f;
 #pragma omp simd reduction(+ : ss)
   for (std::int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
-  const float rstd = 1.f / std::sqrt(ss / static_cast<float>(n) + eps);  // NOTE: eps inside the sqrt
+  const float rstd =
+      1.f / std::sqrt(ss / static_cast<float>(n) + eps);  // NOTE: eps inside the sqrt
   if (w)
     for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * rstd * w[i];
   else
@@ -21,8 +22,9 @@ STAG_VECTORIZED void rms_row(const float* __restrict x, const float* __restrict 
 }
 
 // dx = rstd * (gh - xh * mean(gh * xh)), gh = g * w, xh = x * rstd.
-STAG_VECTORIZED void rms_row_backward(const float* __restrict x, const float* __restrict w, const float* __restrict g,
-                                      float* __restrict dx, std::int64_t n, float eps) {
+STAG_VECTORIZED void rms_row_backward(const float* __restrict x, const float* __restrict w,
+                                      const float* __restrict g, float* __restrict dx,
+                                      std::int64_t n, float eps) {
   float ss = 0.f;
 #pragma omp simd reduction(+ : ss)
   for (std::int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
@@ -37,7 +39,9 @@ STAG_VECTORIZED void rms_row_backward(const float* __restrict x, const float* __
 class RmsNormKernel final : public OwnKernel {
  public:
   RmsNormKernel(const CpuNode& n, bool backward)
-      : OwnKernel(n, backward ? &OpDef<OpId::rms_norm_backward>::reference : &OpDef<OpId::rms_norm>::reference,
+      : OwnKernel(n,
+                  backward ? &OpDef<OpId::rms_norm_backward>::reference
+                           : &OpDef<OpId::rms_norm>::reference,
                   backward ? "own rms_norm backward" : "own rms_norm"),
         backward_(backward) {
     const int k = static_cast<int>(attr().i[0]);
@@ -54,7 +58,8 @@ class RmsNormKernel final : public OwnKernel {
       const float* w = weighted ? in_[1].as<const float>() : nullptr;
       const float* g = in_[weighted ? 2 : 1].as<const float>();
 #pragma omp parallel for schedule(static)
-      for (std::int64_t r = 0; r < rows_; ++r) rms_row_backward(x + r * len_, w, g + r * len_, y + r * len_, len_, eps_);
+      for (std::int64_t r = 0; r < rows_; ++r)
+        rms_row_backward(x + r * len_, w, g + r * len_, y + r * len_, len_, eps_);
     } else {
       const float* w = in_.size() == 2 ? in_[1].as<const float>() : nullptr;
 #pragma omp parallel for schedule(static)

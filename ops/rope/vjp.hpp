@@ -6,10 +6,12 @@
 
 namespace stag {
 
+// snippet-begin: docs-autodiff-4
 constexpr void OpDef<OpId::rope>::vjp(VjpCtx& c) {
   const Attrs& a = c.attr();
   c.grads[0] = c.nin() == 2 ? rope(c.g(), c.x(1), a.f[0], a.i[0], a.i[1] == 0)
                             : rope(c.g(), a.f[0], a.i[0], a.i[1] == 0);
 }
+// snippet-end: docs-autodiff-4
 
 }  // namespace stag

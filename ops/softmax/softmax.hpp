@@ -46,7 +46,8 @@ constexpr ShapeResult softmax(const ShapeV& x, DType t, int axis) {
   if (normalize_axis(axis, x.rank) < 0) return shape_fail(ShapeErr::axis);
   return shape_ok(x, t);
 }
-constexpr ShapeResult masked_softmax(const ShapeV& x, DType t, int axis, const ShapeV& m, DType tm) {
+constexpr ShapeResult masked_softmax(const ShapeV& x, DType t, int axis, const ShapeV& m,
+                                     DType tm) {
   const ShapeResult r = softmax(x, t, axis);
   if (!r.ok()) return r;
   if (tm != DType::boolean) return shape_fail(ShapeErr::mask_dtype);
@@ -75,11 +76,13 @@ constexpr Ref softmax(Ref x, int axis, Ref keep) {
 }
 constexpr Ref log_softmax(Ref x, int axis) {
   const Attrs a = detail::axis_attr(axis, x.rank());
-  return emit(OpId::log_softmax, "log_softmax", {x}, rules::softmax(x.shape(), x.dtype(), axis), &a);
+  return emit(OpId::log_softmax, "log_softmax", {x}, rules::softmax(x.shape(), x.dtype(), axis),
+              &a);
 }
 constexpr Ref softmax_backward(Ref y, Ref g, int axis) {
   const Attrs a = detail::axis_attr(axis, y.rank());
-  return emit(OpId::softmax_backward, "softmax_backward", {y, g}, shape_ok(y.shape(), y.dtype()), &a);
+  return emit(OpId::softmax_backward, "softmax_backward", {y, g}, shape_ok(y.shape(), y.dtype()),
+              &a);
 }
 constexpr Ref log_softmax_backward(Ref y, Ref g, int axis) {
   const Attrs a = detail::axis_attr(axis, y.rank());
@@ -90,15 +93,20 @@ constexpr Ref log_softmax_backward(Ref y, Ref g, int axis) {
 template <int Axis, class S, DType T>
 constexpr auto softmax(Tensor<S, T> x) {
   constexpr ShapeResult r = rules::softmax(S::value, T, Axis);
-  static_assert(r.err != ShapeErr::dtype, "stag::softmax: input must be floating point (f32 or f64)");
+  static_assert(r.err != ShapeErr::dtype,
+                "stag::softmax: input must be floating point (f32 or f64)");
   static_assert(r.err != ShapeErr::axis, "stag::softmax: axis out of range for the input's rank");
-  if constexpr (r.ok()) return Tensor<S, T>{x.b, softmax(x.ref(), Axis).id}; else return x;
+  if constexpr (r.ok())
+    return Tensor<S, T>{x.b, softmax(x.ref(), Axis).id};
+  else
+    return x;
 }
 
 template <int Axis, class S, DType T, class SM, DType TM>
 constexpr auto softmax(Tensor<S, T> x, Tensor<SM, TM> keep) {
   constexpr ShapeResult r = rules::masked_softmax(S::value, T, Axis, SM::value, TM);
-  static_assert(r.err != ShapeErr::dtype, "stag::softmax: input must be floating point (f32 or f64)");
+  static_assert(r.err != ShapeErr::dtype,
+                "stag::softmax: input must be floating point (f32 or f64)");
   static_assert(r.err != ShapeErr::axis, "stag::softmax: axis out of range for the input's rank");
   static_assert(r.err != ShapeErr::mask_dtype, "stag::softmax: the mask must be a bool tensor");
   static_assert(r.err != ShapeErr::mask_rank,
@@ -106,15 +114,23 @@ constexpr auto softmax(Tensor<S, T> x, Tensor<SM, TM> keep) {
                 "explicitly (a [B, S] padding mask becomes [B, 1, 1, S] for [B, H, S, S] scores)");
   static_assert(r.err != ShapeErr::mask_broadcast,
                 "stag::softmax: the mask does not broadcast to the scores (each dim equal or 1)");
-  if constexpr (r.ok()) return Tensor<S, T>{x.b, softmax(x.ref(), Axis, keep.ref()).id}; else return x;
+  if constexpr (r.ok())
+    return Tensor<S, T>{x.b, softmax(x.ref(), Axis, keep.ref()).id};
+  else
+    return x;
 }
 
 template <int Axis, class S, DType T>
 constexpr auto log_softmax(Tensor<S, T> x) {
   constexpr ShapeResult r = rules::softmax(S::value, T, Axis);
-  static_assert(r.err != ShapeErr::dtype, "stag::log_softmax: input must be floating point (f32 or f64)");
-  static_assert(r.err != ShapeErr::axis, "stag::log_softmax: axis out of range for the input's rank");
-  if constexpr (r.ok()) return Tensor<S, T>{x.b, log_softmax(x.ref(), Axis).id}; else return x;
+  static_assert(r.err != ShapeErr::dtype,
+                "stag::log_softmax: input must be floating point (f32 or f64)");
+  static_assert(r.err != ShapeErr::axis,
+                "stag::log_softmax: axis out of range for the input's rank");
+  if constexpr (r.ok())
+    return Tensor<S, T>{x.b, log_softmax(x.ref(), Axis).id};
+  else
+    return x;
 }
 
 }  // namespace stag

@@ -22,7 +22,8 @@ TEST_CASE("softmax matches hand-computed values", "[op][softmax]") {
   const NamedArrays in{{"x", Array::from<float>({2, 3}, {1, 2, 3, 0, 0, 0})}};
   const Evaluation e = evaluate_reference(plain, in, {});
   const double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
-  th::require_close(e["y"], {std::exp(1.0) / z, std::exp(2.0) / z, std::exp(3.0) / z, 1 / 3., 1 / 3., 1 / 3.});
+  th::require_close(
+      e["y"], {std::exp(1.0) / z, std::exp(2.0) / z, std::exp(3.0) / z, 1 / 3., 1 / 3., 1 / 3.});
 }
 
 TEST_CASE("masked softmax gives masked positions zero weight", "[op][softmax]") {
@@ -30,7 +31,8 @@ TEST_CASE("masked softmax gives masked positions zero weight", "[op][softmax]") 
                        {"keep", Array::from<bool>({1, 3}, {true, false, true})}};
   const Evaluation e = evaluate_reference(masked, in, {});
   const double z = std::exp(1.0) + std::exp(3.0), z2 = std::exp(4.0) + std::exp(6.0);
-  th::require_close(e["y"], {std::exp(1.0) / z, 0, std::exp(3.0) / z, std::exp(4.0) / z2, 0, std::exp(6.0) / z2});
+  th::require_close(
+      e["y"], {std::exp(1.0) / z, 0, std::exp(3.0) / z, std::exp(4.0) / z2, 0, std::exp(6.0) / z2});
 }
 
 TEST_CASE("a fully masked row gives zeros, not NaN", "[op][softmax]") {
@@ -61,12 +63,14 @@ TEST_CASE("softmax on odd shapes and several bindings", "[op][softmax][gradcheck
   th::check_op({.what = "softmax and masked softmax",
                 .forward = softmax_loss,
                 .train = softmax_train,
-                .inputs = [&](int k) {
-                  auto [r, l] = dims[k];
-                  return NamedArrays{{"x", th::random_array(DType::f32, {r, l}, 10 + k, -3, 3)},
-                                     {"w", th::random_array(DType::f32, {r, l}, 20 + k)},
-                                     {"keep", th::random_array(DType::boolean, {r, 1}, 30 + k)}};
-                },
+                .inputs =
+                    [&](int k) {
+                      auto [r, l] = dims[k];
+                      return NamedArrays{
+                          {"x", th::random_array(DType::f32, {r, l}, 10 + k, -3, 3)},
+                          {"w", th::random_array(DType::f32, {r, l}, 20 + k)},
+                          {"keep", th::random_array(DType::boolean, {r, 1}, 30 + k)}};
+                    },
                 .bindings = 3});
 }
 
@@ -74,11 +78,13 @@ TEST_CASE("log_softmax on odd shapes", "[op][softmax][gradcheck]") {
   th::check_op({.what = "log_softmax",
                 .forward = log_softmax_loss,
                 .train = log_softmax_train,
-                .inputs = [](int k) {
-                  const std::int64_t r = 5 + 2 * k, l = 7 + 2 * k;
-                  return NamedArrays{{"x", th::random_array(DType::f32, {r, l, 3}, 40 + k, -3, 3)},
-                                     {"w", th::random_array(DType::f32, {r, l, 3}, 50 + k)}};
-                },
+                .inputs =
+                    [](int k) {
+                      const std::int64_t r = 5 + 2 * k, l = 7 + 2 * k;
+                      return NamedArrays{
+                          {"x", th::random_array(DType::f32, {r, l, 3}, 40 + k, -3, 3)},
+                          {"w", th::random_array(DType::f32, {r, l, 3}, 50 + k)}};
+                    },
                 .bindings = 2});
 }
 

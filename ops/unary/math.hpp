@@ -14,25 +14,40 @@ inline constexpr double kGeluTanhC = 0.044715;
 template <class T>
 T forward(OpId op, T x, double p) {
   switch (op) {
-    case OpId::neg: return -x;
-    case OpId::exp: return std::exp(x);
-    case OpId::log: return std::log(x);
-    case OpId::sqrt: return std::sqrt(x);
-    case OpId::rsqrt: return T(1) / std::sqrt(x);
-    case OpId::pow_scalar: return std::pow(x, static_cast<T>(p));
-    case OpId::abs: return std::abs(x);
-    case OpId::relu: return x < T(0) ? T(0) : x;  // NOTE: NaN stays NaN, as in PyTorch
-    case OpId::gelu: return T(0.5) * x * (T(1) + std::erf(x / std::sqrt(T(2))));
+    case OpId::neg:
+      return -x;
+    case OpId::exp:
+      return std::exp(x);
+    case OpId::log:
+      return std::log(x);
+    case OpId::sqrt:
+      return std::sqrt(x);
+    case OpId::rsqrt:
+      return T(1) / std::sqrt(x);
+    case OpId::pow_scalar:
+      return std::pow(x, static_cast<T>(p));
+    case OpId::abs:
+      return std::abs(x);
+    case OpId::relu:
+      return x < T(0) ? T(0) : x;  // NOTE: NaN stays NaN, as in PyTorch
+    case OpId::gelu:
+      return T(0.5) * x * (T(1) + std::erf(x / std::sqrt(T(2))));
     case OpId::gelu_tanh: {
       const T u = static_cast<T>(kSqrt2OverPi) * (x + static_cast<T>(kGeluTanhC) * x * x * x);
       return T(0.5) * x * (T(1) + std::tanh(u));
     }
-    case OpId::silu: return x / (T(1) + std::exp(-x));
-    case OpId::sigmoid: return T(1) / (T(1) + std::exp(-x));
-    case OpId::tanh: return std::tanh(x);
-    case OpId::sin: return std::sin(x);
-    case OpId::cos: return std::cos(x);
-    default: return x;
+    case OpId::silu:
+      return x / (T(1) + std::exp(-x));
+    case OpId::sigmoid:
+      return T(1) / (T(1) + std::exp(-x));
+    case OpId::tanh:
+      return std::tanh(x);
+    case OpId::sin:
+      return std::sin(x);
+    case OpId::cos:
+      return std::cos(x);
+    default:
+      return x;
   }
 }
 
@@ -41,14 +56,22 @@ T forward(OpId op, T x, double p) {
 template <class T>
 T backward(OpId op, T x, T y, T g, double p) {
   switch (op) {
-    case OpId::neg: return -g;
-    case OpId::exp: return g * y;
-    case OpId::log: return g / x;
-    case OpId::sqrt: return g * T(0.5) / y;
-    case OpId::rsqrt: return g * T(-0.5) * y * y * y;
-    case OpId::pow_scalar: return g * static_cast<T>(p) * std::pow(x, static_cast<T>(p - 1));
-    case OpId::abs: return x > T(0) ? g : (x < T(0) ? -g : T(0));
-    case OpId::relu: return x > T(0) ? g : T(0);
+    case OpId::neg:
+      return -g;
+    case OpId::exp:
+      return g * y;
+    case OpId::log:
+      return g / x;
+    case OpId::sqrt:
+      return g * T(0.5) / y;
+    case OpId::rsqrt:
+      return g * T(-0.5) * y * y * y;
+    case OpId::pow_scalar:
+      return g * static_cast<T>(p) * std::pow(x, static_cast<T>(p - 1));
+    case OpId::abs:
+      return x > T(0) ? g : (x < T(0) ? -g : T(0));
+    case OpId::relu:
+      return x > T(0) ? g : T(0);
     case OpId::gelu: {
       const T cdf = T(0.5) * (T(1) + std::erf(x / std::sqrt(T(2))));
       const T pdf = std::exp(T(-0.5) * x * x) / std::sqrt(T(2) * T(M_PI));
@@ -57,17 +80,23 @@ T backward(OpId op, T x, T y, T g, double p) {
     case OpId::gelu_tanh: {
       const T k = static_cast<T>(kSqrt2OverPi), c = static_cast<T>(kGeluTanhC);
       const T t = std::tanh(k * (x + c * x * x * x));
-      return g * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * k * (T(1) + T(3) * c * x * x));
+      return g *
+             (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * k * (T(1) + T(3) * c * x * x));
     }
     case OpId::silu: {
       const T s = T(1) / (T(1) + std::exp(-x));
       return g * s * (T(1) + x * (T(1) - s));
     }
-    case OpId::sigmoid: return g * y * (T(1) - y);
-    case OpId::tanh: return g * (T(1) - y * y);
-    case OpId::sin: return g * std::cos(x);
-    case OpId::cos: return -g * std::sin(x);
-    default: return g;
+    case OpId::sigmoid:
+      return g * y * (T(1) - y);
+    case OpId::tanh:
+      return g * (T(1) - y * y);
+    case OpId::sin:
+      return g * std::cos(x);
+    case OpId::cos:
+      return -g * std::sin(x);
+    default:
+      return g;
   }
 }
 

@@ -33,13 +33,16 @@ void forward(const KernelArgs& a, OpId op) {
     using T = decltype(zero);
     T* out = a.out.as<T>();
     const T* in = x.as<const T>();
-    for (std::int64_t i = 0; i < n; ++i) out[i] = unary_math::forward(op, in[kernel::offset_of(x, i)], p);
+    for (std::int64_t i = 0; i < n; ++i)
+      out[i] = unary_math::forward(op, in[kernel::offset_of(x, i)], p);
   });
 }
 }  // namespace
 
-#define STAG_UNARY_REF(id) \
-  void OpDef<OpId::id>::reference(const KernelArgs& a) { forward(a, OpId::id); }
+#define STAG_UNARY_REF(id)                               \
+  void OpDef<OpId::id>::reference(const KernelArgs& a) { \
+    forward(a, OpId::id);                                \
+  }
 STAG_UNARY_REF(neg)
 STAG_UNARY_REF(exp)
 STAG_UNARY_REF(log)

@@ -1,8 +1,9 @@
 // Elementwise unary math and activations: neg, exp, log, sqrt, rsqrt, pow_scalar, abs, relu,
-// gelu (erf form), gelu_tanh, silu, sigmoid, tanh, sin, cos (sinusoidal position tables). Shape and dtype pass through unchanged.
-// PyTorch: torch.exp(x), F.gelu(x), F.gelu(x, approximate="tanh"), F.silu(x), x.pow(p), ...
-// Their gradients share one op, unary_backward (attr i[0] = the forward op), so each backend
-// maps it to one eltwise-backward primitive. Attrs of pow_scalar: f[0] = the exponent.
+// gelu (erf form), gelu_tanh, silu, sigmoid, tanh, sin, cos (sinusoidal position tables). Shape and
+// dtype pass through unchanged. PyTorch: torch.exp(x), F.gelu(x), F.gelu(x, approximate="tanh"),
+// F.silu(x), x.pow(p), ... Their gradients share one op, unary_backward (attr i[0] = the forward
+// op), so each backend maps it to one eltwise-backward primitive. Attrs of pow_scalar: f[0] = the
+// exponent.
 #pragma once
 
 #include <stag/ops/op.hpp>
@@ -17,14 +18,14 @@ constexpr ShapeResult unary(const ShapeV& x, DType t, bool ints_ok) {
 }
 }  // namespace rules
 
-#define STAG_UNARY_OPDEF(id, label)                         \
-  template <>                                               \
-  struct OpDef<OpId::id> {                                  \
-    static constexpr OpInfo info{#id, label, 1};            \
-    static constexpr void vjp(VjpCtx&);                     \
-    static void reference(const KernelArgs&);               \
-    static std::unique_ptr<CpuKernel> cpu(const CpuNode&);  \
-    static constexpr std::uint8_t in_place = 0b1;           \
+#define STAG_UNARY_OPDEF(id, label)                        \
+  template <>                                              \
+  struct OpDef<OpId::id> {                                 \
+    static constexpr OpInfo info{#id, label, 1};           \
+    static constexpr void vjp(VjpCtx&);                    \
+    static void reference(const KernelArgs&);              \
+    static std::unique_ptr<CpuKernel> cpu(const CpuNode&); \
+    static constexpr std::uint8_t in_place = 0b1;          \
   };
 STAG_UNARY_OPDEF(neg, "−")
 STAG_UNARY_OPDEF(exp, "exp")
@@ -60,13 +61,18 @@ constexpr Ref unary(OpId id, std::string_view name, Ref x, bool ints_ok = false,
 }
 
 // The typed front-ends: one static_assert, and no node when it fails (one error, no cascade).
-#define STAG_UNARY_FN(fn, ints_ok, message)                                                      \
-  constexpr Ref fn(Ref x) { return unary(OpId::fn, #fn, x, ints_ok); }                           \
-  template <class S, DType T>                                                                    \
-  constexpr auto fn(Tensor<S, T> x) {                                                            \
-    constexpr bool ok = rules::unary(S::value, T, ints_ok).ok();                                 \
-    static_assert(ok, "stag::" #fn ": " message);                                                \
-    if constexpr (ok) return Tensor<S, T>{x.b, fn(x.ref()).id}; else return x;                   \
+#define STAG_UNARY_FN(fn, ints_ok, message)                      \
+  constexpr Ref fn(Ref x) {                                      \
+    return unary(OpId::fn, #fn, x, ints_ok);                     \
+  }                                                              \
+  template <class S, DType T>                                    \
+  constexpr auto fn(Tensor<S, T> x) {                            \
+    constexpr bool ok = rules::unary(S::value, T, ints_ok).ok(); \
+    static_assert(ok, "stag::" #fn ": " message);                \
+    if constexpr (ok)                                            \
+      return Tensor<S, T>{x.b, fn(x.ref()).id};                  \
+    else                                                         \
+      return x;                                                  \
   }
 #define STAG_FLOAT_ONLY "input must be f32 or f64; for an integer tensor write cast<f32>(x) first"
 #define STAG_NUMERIC "input must be f32, f64, i32 or i64 (not bool or bf16)"
@@ -96,19 +102,27 @@ template <class S, DType T>
 constexpr auto pow_scalar(Tensor<S, T> x, double p) {
   constexpr bool ok = rules::unary(S::value, T, false).ok();
   static_assert(ok, "stag::pow_scalar: " STAG_FLOAT_ONLY);
-  if constexpr (ok) return Tensor<S, T>{x.b, pow_scalar(x.ref(), p).id}; else return x;
+  if constexpr (ok)
+    return Tensor<S, T>{x.b, pow_scalar(x.ref(), p).id};
+  else
+    return x;
 }
 #undef STAG_FLOAT_ONLY
 
 template <class S, DType T>
-constexpr auto operator-(Tensor<S, T> x) { return neg(x); }
-constexpr Ref operator-(Ref x) { return neg(x); }
+constexpr auto operator-(Tensor<S, T> x) {
+  return neg(x);
+}
+constexpr Ref operator-(Ref x) {
+  return neg(x);
+}
 
 constexpr Ref unary_backward(OpId fwd, Ref x, Ref y, Ref g, double f0 = 0) {
   Attrs a;
   a.i[0] = static_cast<std::int64_t>(fwd);
   a.f[0] = f0;
-  return emit(OpId::unary_backward, "unary_backward", {x, y, g}, shape_ok(g.shape(), g.dtype()), &a);
+  return emit(OpId::unary_backward, "unary_backward", {x, y, g}, shape_ok(g.shape(), g.dtype()),
+              &a);
 }
 
 }  // namespace stag

@@ -5,11 +5,13 @@
 
 namespace stag {
 
-constexpr void OpDef<OpId::neg>::vjp(VjpCtx& c) { c.grads[0] = neg(c.g()); }
+constexpr void OpDef<OpId::neg>::vjp(VjpCtx& c) {
+  c.grads[0] = neg(c.g());
+}
 
-#define STAG_UNARY_VJP(id)                                                                   \
-  constexpr void OpDef<OpId::id>::vjp(VjpCtx& c) {                                           \
-    c.grads[0] = unary_backward(OpId::id, c.x(0), c.y(), c.g(), c.attr().f[0]);              \
+#define STAG_UNARY_VJP(id)                                                      \
+  constexpr void OpDef<OpId::id>::vjp(VjpCtx& c) {                              \
+    c.grads[0] = unary_backward(OpId::id, c.x(0), c.y(), c.g(), c.attr().f[0]); \
   }
 STAG_UNARY_VJP(exp)
 STAG_UNARY_VJP(log)
