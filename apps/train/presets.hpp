@@ -7,6 +7,7 @@
 
 #include <stag/models/classifier.hpp>
 #include <stag/models/lm.hpp>
+#include <stag/models/lm_presets.hpp>
 #include <stag/models/transformer.hpp>
 
 namespace stag::train_app {
@@ -29,23 +30,10 @@ inline constexpr ClassifierConfig kClassifySmall{.vocab = 8000,
                                                  .classes = 8,
                                                  .dropout = 0.1};
 
-// minimind-style decoder: RMSNorm, GQA with RoPE, SwiGLU, tied embeddings.
-inline constexpr LmConfig kLmSmall{.vocab = 256,
-                                   .d_model = 192,
-                                   .heads = 6,
-                                   .kv_heads = 2,
-                                   .d_ff = 512,
-                                   .layers = 4,
-                                   .dropout = 0.0,
-                                   .rope_theta = 1e4};
-inline constexpr LmConfig kLmSmallBpe{.vocab = 2048,
-                                      .d_model = 192,
-                                      .heads = 6,
-                                      .kv_heads = 2,
-                                      .d_ff = 512,
-                                      .layers = 4,
-                                      .dropout = 0.0,
-                                      .rope_theta = 1e4};
+// minimind-style decoder: RMSNorm, GQA with RoPE, SwiGLU, tied embeddings. Declared once in
+// models/lm_presets.hpp, so that stag-generate runs the checkpoints stag-train writes.
+inline constexpr LmConfig kLmSmall = kLmTrainSmall;
+inline constexpr LmConfig kLmSmallBpe = kLmTrainSmallBpe;
 
 // Encoder-decoder Transformer for grapheme-to-phoneme: letters in, phonemes out.
 inline constexpr TransformerConfig kG2pSmall{.src_vocab = 64,
