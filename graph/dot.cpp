@@ -68,29 +68,6 @@ Side side_of(const Node& n) {
   return kForward;
 }
 
-// Escapes text for an HTML-like label (<...>).
-std::string html(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 // A DOT string literal.
 std::string quoted(std::string_view s) {
   std::string out = "\"";
@@ -242,22 +219,22 @@ class Writer {
     const std::string shape =
         dot_shape_text(g_, g_.shape(n)) + " " + std::string(dtype_name(nd.dtype));
 
-    std::string text = "<B>" + html(label) + "</B>";
+    std::string text = "<B>" + xml_escape(label) + "</B>";
     if (o_.ops.detail) {
       const std::string d = o_.ops.detail(g_, n);
-      if (!d.empty()) text += " " + html(d);
+      if (!d.empty()) text += " " + xml_escape(d);
     }
     // The leaf name is shown unless it only repeats the op (intermediate nodes default to it).
     if (!nd.leaf.empty() && nd.leaf != label && nd.leaf != name)
-      text += "<BR/><FONT POINT-SIZE=\"10\">" + html(nd.leaf) + "</FONT>";
-    text += "<BR/><FONT POINT-SIZE=\"9\" COLOR=\"#34495e\">" + html(shape) + "</FONT>";
+      text += "<BR/><FONT POINT-SIZE=\"10\">" + xml_escape(nd.leaf) + "</FONT>";
+    text += "<BR/><FONT POINT-SIZE=\"9\" COLOR=\"#34495e\">" + xml_escape(shape) + "</FONT>";
     const std::vector<std::string> notes = output_notes(n);
     for (const std::string& note : notes)
-      text += "<BR/><FONT POINT-SIZE=\"9\" COLOR=\"#922b21\">" + html(note) + "</FONT>";
+      text += "<BR/><FONT POINT-SIZE=\"9\" COLOR=\"#922b21\">" + xml_escape(note) + "</FONT>";
     const auto lines = o_.annotations.lines.find(n);
     if (lines != o_.annotations.lines.end())
       for (const std::string& l : lines->second)
-        text += "<BR/><FONT POINT-SIZE=\"9\" COLOR=\"#1a5276\">" + html(l) + "</FONT>";
+        text += "<BR/><FONT POINT-SIZE=\"9\" COLOR=\"#1a5276\">" + xml_escape(l) + "</FONT>";
 
     std::string tip = g_.name(n);
     if (nd.leaf != name) tip += " (" + name + ")";
@@ -329,13 +306,13 @@ class Writer {
     bool present[7] = {};
     for (int n = 0; n < g_.size(); ++n) present[static_cast<int>(kind_of(g_.node(n)))] = true;
     std::string t = "<TABLE BORDER=\"0\" CELLSPACING=\"4\"><TR>";
-    if (!o_.title.empty()) t += "<TD><B>" + html(o_.title) + "</B></TD>";
+    if (!o_.title.empty()) t += "<TD><B>" + xml_escape(o_.title) + "</B></TD>";
     for (int k = 0; k < 7; ++k)
       if (present[k])
         t += std::string("<TD BORDER=\"1\" BGCOLOR=\"") + kStyles[k].fill + "\" COLOR=\"" +
              kStyles[k].pen + "\"><FONT POINT-SIZE=\"9\">" + kStyles[k].legend + "</FONT></TD>";
     if (!o_.annotations.title.empty())
-      t += "<TD><FONT POINT-SIZE=\"9\" COLOR=\"#1a5276\">" + html(o_.annotations.title) +
+      t += "<TD><FONT POINT-SIZE=\"9\" COLOR=\"#1a5276\">" + xml_escape(o_.annotations.title) +
            "</FONT></TD>";
     return t + "</TR></TABLE>";
   }
@@ -418,6 +395,36 @@ class Writer {
 
 std::string to_dot(const GraphView& g, const DotOptions& opts) {
   return Writer(g, opts).write();
+}
+
+std::string xml_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        // NOTE: control characters other than tab and newline are not allowed in XML 1.0, even
+        // escaped; a token string may hold one (a raw byte from a tokenizer), so drop it.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n') break;
+        out += c;
+    }
+  }
+  return out;
 }
 
 }  // namespace stag

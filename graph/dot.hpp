@@ -93,6 +93,10 @@ Folding no_folding(const GraphView& g);
 // The DOT text of `g`. Produces a `digraph` that Graphviz's dot layout draws top to bottom.
 std::string to_dot(const GraphView& g, const DotOptions& opts);
 
+// Text escaped for XML: Graphviz's HTML-like labels and the SVG pictures (& < > " ' become
+// entities; control characters other than tab and newline, not allowed in XML 1.0, are dropped).
+std::string xml_escape(std::string_view text);
+
 // A shape with symbol names, e.g. "[batch, seq, 512]" (the same text as runtime error messages).
 std::string dot_shape_text(const GraphView& g, const ShapeV& s);
 

@@ -195,12 +195,12 @@ std::vector<std::vector<std::pair<double, double>>> pixel_runs(const Series& s, 
 std::string draw_panel(const Panel& p, const Scale& xs, double top, double width, double height) {
   const Scale ys = y_scale(p);
   const double x0 = kLeft, x1 = width - kRight, y0 = top + kPanelTitle, y1 = y0 + height;
-  std::string s = "<g class=\"panel\" data-metric=\"" + svg::escape(p.metric) +
+  std::string s = "<g class=\"panel\" data-metric=\"" + xml_escape(p.metric) +
                   "\" data-x-domain=\"" + exact(xs.lo) + " " + exact(xs.hi) +
                   "\" data-y-domain=\"" + exact(ys.lo) + " " + exact(ys.hi) + "\" data-y-scale=\"" +
                   (ys.log ? "log" : "linear") + "\">\n";
   s += "<text x=\"" + svg::num(x0) + "\" y=\"" + svg::num(top + 13) + "\" font-weight=\"bold\">" +
-       svg::escape(p.title) + "</text>\n";
+       xml_escape(p.title) + "</text>\n";
   s += "<rect class=\"plot-area\" x=\"" + svg::num(x0) + "\" y=\"" + svg::num(y0) + "\" width=\"" +
        svg::num(x1 - x0) + "\" height=\"" + svg::num(height) +
        "\" fill=\"#fbfbfb\" stroke=\"#bbbbbb\"/>\n";
@@ -214,7 +214,7 @@ std::string draw_panel(const Panel& p, const Scale& xs, double top, double width
     s += "<line x1=\"" + svg::num(x0) + "\" y1=\"" + svg::num(y) + "\" x2=\"" + svg::num(x1) +
          "\" y2=\"" + svg::num(y) + "\" stroke=\"#e4e4e4\"/><text x=\"" + svg::num(x0 - 4) +
          "\" y=\"" + svg::num(y) + "\" dy=\"0.35em\">" +
-         svg::escape(svg::tick_text(t, ys.log ? t : ystep)) + "</text>\n";
+         xml_escape(svg::tick_text(t, ys.log ? t : ystep)) + "</text>\n";
   }
   const std::vector<double> xt = svg::nice_ticks(xs.lo, xs.hi, 6);
   const double xstep = xt.size() > 1 ? xt[1] - xt[0] : 1;
@@ -223,15 +223,14 @@ std::string draw_panel(const Panel& p, const Scale& xs, double top, double width
     const double x = xs.map(t, x0, x1);
     s += "<line x1=\"" + svg::num(x) + "\" y1=\"" + svg::num(y1) + "\" x2=\"" + svg::num(x) +
          "\" y2=\"" + svg::num(y1 + 4) + "\" stroke=\"#444444\"/><text x=\"" + svg::num(x) +
-         "\" y=\"" + svg::num(y1 + 15) + "\">" + svg::escape(svg::tick_text(t, xstep)) +
-         "</text>\n";
+         "\" y=\"" + svg::num(y1 + 15) + "\">" + xml_escape(svg::tick_text(t, xstep)) + "</text>\n";
   }
   s += "</g>\n";
   // Series, then markers for non-finite values along the top edge.
   int non_finite = 0;
   for (const Series& se : p.series) {
     const std::string common =
-        " data-split=\"" + svg::escape(se.split) + "\" data-role=\"" + se.role + "\"";
+        " data-split=\"" + xml_escape(se.split) + "\" data-role=\"" + se.role + "\"";
     for (const auto& run : pixel_runs(se, xs, ys, x0, x1, y1, y0)) {
       std::string pts;
       for (const auto& [x, y] : run)
@@ -260,7 +259,7 @@ std::string draw_panel(const Panel& p, const Scale& xs, double top, double width
          svg::num(x1 + 32) + "\" y2=\"" + svg::num(ly) + "\" stroke=\"" + se.colour +
          "\" stroke-width=\"" + svg::num(std::max(2.0, se.stroke)) + "\" stroke-opacity=\"" +
          svg::num(se.opacity) + "\"/><text x=\"" + svg::num(x1 + 38) + "\" y=\"" + svg::num(ly) +
-         "\" dy=\"0.35em\" font-size=\"11\">" + svg::escape(se.label) + "</text>\n";
+         "\" dy=\"0.35em\" font-size=\"11\">" + xml_escape(se.label) + "</text>\n";
     ly += 16;
   }
   if (non_finite > 0)
@@ -349,9 +348,9 @@ std::string training_curves_svg(const std::vector<MetricsRecord>& records,
                     line2 = summary(rs);
   std::string s = svg::open_document(width, total_h, caption + ": " + line2);
   s += "<text class=\"caption\" x=\"" + svg::num(kMargin) + "\" y=\"" + svg::num(kMargin + 12) +
-       "\" font-size=\"14\" font-weight=\"bold\">" + svg::escape(caption) + "</text>\n";
+       "\" font-size=\"14\" font-weight=\"bold\">" + xml_escape(caption) + "</text>\n";
   s += "<text class=\"summary\" x=\"" + svg::num(kMargin) + "\" y=\"" +
-       svg::num(kMargin + 12 + kCaption - 6) + "\" fill=\"#444444\">" + svg::escape(line2) +
+       svg::num(kMargin + 12 + kCaption - 6) + "\" fill=\"#444444\">" + xml_escape(line2) +
        "</text>\n";
   double top = kMargin + 2 * kCaption;
   for (const Panel& p : panels) {

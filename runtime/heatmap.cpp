@@ -116,7 +116,7 @@ std::string attention_heatmap_svg(const Array& weights, const HeatmapOptions& op
       caption += (caption.empty() ? "" : "  \u2014  ") + std::to_string(non_finite) +
                  " weights are NaN or infinite (magenta)";
     s += "<text class=\"caption\" x=\"" + svg::num(kMargin) + "\" y=\"" + svg::num(kMargin + 12) +
-         "\" font-size=\"14\" font-weight=\"bold\">" + svg::escape(caption) + "</text>\n";
+         "\" font-size=\"14\" font-weight=\"bold\">" + xml_escape(caption) + "</text>\n";
   }
 
   const double* wp = w.data();
@@ -129,7 +129,7 @@ std::string attention_heatmap_svg(const Array& weights, const HeatmapOptions& op
                                   : opts.panel_titles[static_cast<std::size_t>(h)];
     s += "<g class=\"panel\" data-head=\"" + std::to_string(h) + "\">\n";
     s += "<text x=\"" + svg::num(gx) + "\" y=\"" + svg::num(py + 12) + "\" font-weight=\"bold\">" +
-         svg::escape(title) + "</text>\n";
+         xml_escape(title) + "</text>\n";
     s += "<g class=\"cells\" shape-rendering=\"crispEdges\">\n";
     for (std::int64_t q = 0; q < nq; ++q)
       for (std::int64_t k = 0; k < nk; ++k) {
@@ -144,7 +144,7 @@ std::string attention_heatmap_svg(const Array& weights, const HeatmapOptions& op
           // "query 2 “cat” → key 0 “the”: 0.25" (the words only where labels were given).
           auto who = [](const char* what, std::int64_t i, bool words, const std::string& label) {
             return what + std::to_string(i) +
-                   (words ? " \u201c" + svg::escape(label) + "\u201d" : std::string());
+                   (words ? " \u201c" + xml_escape(label) + "\u201d" : std::string());
           };
           s += "><title>" + who("query ", q, query_words, queries[static_cast<std::size_t>(q)]) +
                " \u2192 " + who("key ", k, key_words, keys[static_cast<std::size_t>(k)]) + ": " +
@@ -162,14 +162,14 @@ std::string attention_heatmap_svg(const Array& weights, const HeatmapOptions& op
     for (std::int64_t q = 0; q < nq; q += stride)
       s += "<text x=\"" + svg::num(gx - 3) + "\" y=\"" +
            svg::num(gy + cell * (static_cast<double>(q) + 0.5)) + "\" dy=\"0.35em\">" +
-           svg::escape(short_label(queries[static_cast<std::size_t>(q)])) + "</text>\n";
+           xml_escape(short_label(queries[static_cast<std::size_t>(q)])) + "</text>\n";
     s +=
         "</g>\n<g class=\"key-labels\" font-size=\"" + svg::num(font) + "\" text-anchor=\"end\">\n";
     for (std::int64_t k = 0; k < nk; k += stride) {
       const double x = gx + cell * (static_cast<double>(k) + 0.5), y = gy + grid_h + 3;
       s += "<text transform=\"translate(" + svg::num(x) + "," + svg::num(y) +
            ") rotate(-90)\" dy=\"0.35em\">" +
-           svg::escape(short_label(keys[static_cast<std::size_t>(k)])) + "</text>\n";
+           xml_escape(short_label(keys[static_cast<std::size_t>(k)])) + "</text>\n";
     }
     s += "</g>\n</g>\n";
   }

@@ -7,36 +7,6 @@
 
 namespace stag::svg {
 
-std::string escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        // NOTE: control characters other than tab and newline are not allowed in XML 1.0, even
-        // escaped; a token string may hold one (a raw byte from a tokenizer), so drop it.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n') break;
-        out += c;
-    }
-  }
-  return out;
-}
-
 std::string num(double v) {
   if (!std::isfinite(v)) return "0";
   char buf[32];
@@ -129,7 +99,7 @@ std::string open_document(double width, double height, std::string_view title) {
   s += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width) + "\" height=\"" +
        num(height) + "\" viewBox=\"0 0 " + num(width) + " " + num(height) +
        "\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\">\n";
-  s += "<title>" + escape(title) + "</title>\n";
+  s += "<title>" + xml_escape(title) + "</title>\n";
   s += "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
   return s;
 }

@@ -1,5 +1,5 @@
 // Small helpers for the SVG pictures that stag writes itself (attention heatmaps, training
-// curves): text escaping, compact numbers, a sequential colour scale and axis ticks. Kept
+// curves): compact numbers, a sequential colour scale and axis ticks. Kept
 // dependency-free on purpose; to add a colour scale, add a function next to weight_colour.
 #pragma once
 
@@ -8,10 +8,9 @@
 #include <string_view>
 #include <vector>
 
-namespace stag::svg {
+#include <stag/graph/dot.hpp>  // xml_escape
 
-// Escapes text for XML content and attribute values (& < > " ').
-std::string escape(std::string_view text);
+namespace stag::svg {
 
 // A coordinate or length with at most two decimals and no trailing zeros: "12", "3.5".
 std::string num(double v);
