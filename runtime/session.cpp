@@ -91,9 +91,18 @@ void Session::run(const StepOptions& step) {
   ensure_params(b);
   bind_symbols(g_, inputs_, &params_, opts_.dims);  // validates parameters too
   auto it = plans_.find(b);
-  if (it == plans_.end())
-    it = plans_.emplace(b, build_plan(g_, b, params_, ctx_, state_, plan_opts_)).first;
-  current_ = it->second.get();
+  if (it == plans_.end()) {
+    if (plans_.size() >= std::max<std::size_t>(opts_.max_plans, 1)) {
+      auto oldest = plans_.begin();
+      for (auto p = plans_.begin(); p != plans_.end(); ++p)
+        if (p->second.last_use < oldest->second.last_use) oldest = p;
+      if (oldest->second.plan.get() == current_) current_ = nullptr;
+      plans_.erase(oldest);
+    }
+    it = plans_.emplace(b, CachedPlan{build_plan(g_, b, params_, ctx_, state_, plan_opts_)}).first;
+  }
+  it->second.last_use = ++runs_;
+  current_ = it->second.plan.get();
   for (int n = 0; n < g_.size(); ++n) {
     const NodePlan& p = current_->nodes[static_cast<std::size_t>(n)];
     if (p.kind != NodePlan::Kind::input) continue;

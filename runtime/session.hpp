@@ -30,6 +30,10 @@ struct SessionOptions {
   // evaluation graphs see the same weights without copying. Names the graph lacks are ignored;
   // a shape or dtype that differs from the graph's is a stag::Error.
   NamedArrays shared_params = {};
+  // Plans (kernels and buffers for one binding of the symbolic dims) kept for reuse; beyond
+  // this many the least recently used one is dropped. Data whose shapes vary widely (a
+  // dim per batch) would otherwise grow memory without bound. At least 1.
+  std::size_t max_plans = 64;
 };
 
 struct StepOptions {
@@ -90,7 +94,12 @@ class Session {
   NamedArrays params_;
   NamedArrays inputs_;
   int num_params_ = 0;
-  std::map<Bindings, std::unique_ptr<Plan>> plans_;
+  struct CachedPlan {
+    std::unique_ptr<Plan> plan;
+    std::uint64_t last_use = 0;
+  };
+  std::map<Bindings, CachedPlan> plans_;
+  std::uint64_t runs_ = 0;
   Plan* current_ = nullptr;
 };
 

@@ -76,6 +76,34 @@ TEST_CASE("steady-state steps create no primitives and reuse the plan", "[sessio
   CHECK(primitive_creations().load() > created);
 }
 
+TEST_CASE("the plan cache keeps at most max_plans plans, dropping the least recently used",
+          "[session]") {
+  Session s(train, {.threads = 2, .seed = 4, .max_plans = 2});
+  auto run_len = [&](std::int64_t len) {
+    const NamedArrays in = inputs(2, len, 20 + static_cast<std::uint64_t>(len));
+    s.set_inputs(in);
+    s.run();
+    const Evaluation ref = evaluate_reference(train, in, s.params());
+    CHECK(std::abs(s.result() - ref.result().at(0)) <=
+          1e-5 * std::max(1.0, std::abs(ref.result().at(0))));
+  };
+  run_len(3);
+  run_len(4);
+  const std::int64_t two = primitive_creations().load();
+  run_len(3);  // cached: nothing new; 3 is now the most recent
+  CHECK(primitive_creations().load() == two);
+  run_len(5);  // evicts 4, the least recently used
+  CHECK(s.num_plans() == 2);
+  const std::int64_t three = primitive_creations().load();
+  run_len(3);  // still cached
+  CHECK(primitive_creations().load() == three);
+  run_len(4);  // was dropped: planned again
+  CHECK(primitive_creations().load() > three);
+  CHECK(s.num_plans() == 2);
+  for (std::int64_t len = 6; len < 12; ++len) run_len(len);
+  CHECK(s.num_plans() == 2);
+}
+
 TEST_CASE("the memory plan never overlaps live buffers and reuses memory", "[session]") {
   Session s(train, {.threads = 2});
   s.set_inputs(inputs(4, 16, 3));
