@@ -128,6 +128,30 @@ TEST_CASE("the classifier passes gradcheck", "[models][gradcheck]") {
   });
 }
 
+constexpr ClassifierConfig kClsPre{.vocab = 11,
+                                   .max_len = 6,
+                                   .d_model = 8,
+                                   .heads = 2,
+                                   .d_ff = 12,
+                                   .layers = 1,
+                                   .classes = 3,
+                                   .dropout = 0.0,
+                                   .pre_norm = true};
+constexpr auto mlm = model([](Builder& g) { return classifier_mlm<kClsPre>(g); });
+constexpr auto mlm_train = grad<mlm>();
+
+TEST_CASE("the classifier's masked-LM pretraining graph passes gradcheck", "[models][gradcheck]") {
+  th::check_model("classifier_mlm, 1 Pre-LN layer, tied output", mlm, mlm_train, [](int k) {
+    const std::int64_t b = 2, s = k == 0 ? 5 : 3;
+    // Masked positions as row * s + column, inside each row's kept length (5/3 and 2).
+    const Array where = k == 0 ? th::i32_values({0, 4, 6}) : th::i32_values({2, 3});
+    return NamedArrays{{"ids", i32({b, s}, 1200 + k, 11)},
+                       {"keep", k == 0 ? lengths_keep({5, 2}, 5) : lengths_keep({3, 2}, 3)},
+                       {"where", where},
+                       {"targets", i32({where.dim(0)}, 1210 + k, 11)}};
+  });
+}
+
 constexpr TransformerConfig kTf{.src_vocab = 13,
                                 .tgt_vocab = 11,
                                 .d_model = 6,

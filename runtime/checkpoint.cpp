@@ -78,7 +78,9 @@ std::string count_of(std::size_t n, const char* what) {
 void check_match(const std::string& path, const NamedArrays& file, const NamedArrays& model,
                  const CheckpointLoadOptions& opts) {
   std::vector<std::string> problems, missing, unexpected;
+  auto selected = [&](const std::string& name) { return !opts.select || opts.select(name); };
   for (const auto& [name, want] : model) {
+    if (!selected(name)) continue;
     const auto it = file.find(name);
     if (it == file.end()) {
       missing.push_back(name);
@@ -93,7 +95,7 @@ void check_match(const std::string& path, const NamedArrays& file, const NamedAr
                          ", the model expects " + std::string(dtype_name(want.dtype())));
   }
   for (const auto& [name, a] : file)
-    if (!model.count(name)) unexpected.push_back(name);
+    if (selected(name) && !model.count(name)) unexpected.push_back(name);
   if (!missing.empty() && !opts.allow_missing)
     problems.push_back(count_of(missing.size(), "model tensor") +
                        " missing from the checkpoint: " + name_list(missing));
@@ -147,6 +149,7 @@ CheckpointInfo load_checkpoint(const std::string& path, NamedArrays& store,
   CheckpointInfo info = info_from(file.metadata, names_of(file.tensors), path);
   check_match(path, file.tensors, store, opts);
   for (auto& [name, dst] : store) {
+    if (opts.select && !opts.select(name)) continue;
     const auto it = file.tensors.find(name);
     if (it == file.tensors.end()) continue;
     const Array src = it->second.to(dst.dtype());
@@ -165,7 +168,8 @@ CheckpointInfo load_checkpoint(const std::string& path, Session& session,
   CheckpointInfo info = info_from(file.metadata, names_of(file.tensors), path);
   check_match(path, file.tensors, session.params(), opts);
   for (const auto& [name, value] : file.tensors)
-    if (session.params().count(name)) session.set_param(name, value);
+    if ((!opts.select || opts.select(name)) && session.params().count(name))
+      session.set_param(name, value);
   return info;
 }
 

@@ -4,6 +4,7 @@
 // kCheckpointVersion only when old files can no longer be read).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,8 @@ struct CheckpointInfo {
 struct CheckpointLoadOptions {
   bool allow_missing = false;     // model tensors the checkpoint lacks keep their values
   bool allow_unexpected = false;  // checkpoint tensors the model lacks are ignored
+  // Only the tensors (on both sides) whose name it accepts are checked and copied; empty: all.
+  std::function<bool(const std::string&)> select = {};
 };
 
 // Saves every tensor of `store` with `state` and `config_json` (which must parse as JSON).

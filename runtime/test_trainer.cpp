@@ -323,6 +323,77 @@ TEST_CASE(
   CHECK(again.steps_done() == 1);
 }
 
+constexpr ClassifierConfig kPre{.vocab = 20,
+                                .max_len = 12,
+                                .d_model = 16,
+                                .heads = 2,
+                                .d_ff = 32,
+                                .layers = 1,
+                                .classes = 3,
+                                .dropout = 0.0,
+                                .pre_norm = true};
+constexpr ClassifierConfig kPreWide{.vocab = 24,
+                                    .max_len = 12,
+                                    .d_model = 16,
+                                    .heads = 2,
+                                    .d_ff = 32,
+                                    .layers = 1,
+                                    .classes = 3,
+                                    .dropout = 0.0,
+                                    .pre_norm = true};
+constexpr auto pre_net = model([](Builder& g) { return classifier<kPre>(g); });
+constexpr auto pre_mlm = model([](Builder& g) { return classifier_mlm<kPre>(g); });
+constexpr auto wide_net = model([](Builder& g) { return classifier<kPreWide>(g); });
+
+TEST_CASE(
+    "init_from loads a pretrained encoder's parameters by name and nothing else; another "
+    "shape or another model is an error",
+    "[trainer]") {
+  const th::TempDir dir("trainer_init_from");
+  const std::string path = dir / "mlm.safetensors";
+  const data::EncodedTexts d = make_rows(4, 31);
+  NamedArrays mlm_in = data::make_class_batch(d, std::vector<std::size_t>{0, 1, 2, 3}).inputs();
+  mlm_in.erase("label");
+  const std::int64_t s = mlm_in.at("ids").dim(1);
+  mlm_in.emplace("where", Array::from<std::int32_t>({2}, {1, static_cast<std::int32_t>(s)}));
+  mlm_in.emplace("targets", Array::from<std::int32_t>({2}, {5, 7}));
+  Trainer mlm(training_graphs<pre_mlm, kOpt, false>(), options(5));
+  for (int i = 0; i < 3; ++i) mlm.step(mlm_in);
+  mlm.save(path);
+
+  Trainer cls(training_graphs<pre_net, kOpt, false>(), options(1));
+  const NamedArrays fresh = copy_params(cls);
+  const std::vector<std::string> loaded = cls.init_from(path);
+  // Every classifier parameter but the head's; the MLM graph has no parameter of its own.
+  std::vector<std::string> expected;
+  for (const auto& [k, v] : fresh)
+    if (k.find(".adam_") == std::string::npos && k.rfind("head.", 0) != 0) expected.push_back(k);
+  CHECK(loaded == expected);
+  CHECK(loaded.size() > 5);
+  for (const auto& [k, v] : cls.params()) {
+    INFO(k);
+    const Array& want = std::find(loaded.begin(), loaded.end(), k) != loaded.end()
+                            ? mlm.params().at(k)
+                            : fresh.at(k);  // the head, and every optimizer moment
+    CHECK(std::memcmp(v.raw(), want.raw(), v.bytes()) == 0);
+  }
+  // The pretrained weights really differ from the classifier's own initial values.
+  CHECK(std::memcmp(fresh.at("tok.weight").raw(), mlm.params().at("tok.weight").raw(),
+                    fresh.at("tok.weight").bytes()) != 0);
+  CHECK(cls.steps_done() == 0);
+  cls.step(batch_of(d, {0, 1, 2, 3}));
+
+  Trainer wide(training_graphs<wide_net, kOpt, false>(), options(1));
+  const NamedArrays wide_before = copy_params(wide);
+  CHECK_THAT(th::error_of([&] { wide.init_from(path); }),
+             Catch::Contains("tensor 'tok.weight' has shape [20, 16], the model expects [24, 16]"));
+  require_unchanged(wide, wide_before);
+
+  Trainer other(training_graphs<regress, kOpt, false>(), options(1));
+  CHECK_THAT(th::error_of([&] { other.init_from(path); }),
+             Catch::Contains("has no parameter of this model"));
+}
+
 TEST_CASE(
     "a token id outside the vocabulary or a label outside the classes is an error, and "
     "training goes on after it",

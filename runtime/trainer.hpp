@@ -205,6 +205,13 @@ class Trainer {
   CheckpointInfo resume(const std::string& path);
   // Loads only the weights (for --eval-only): optimizer state and position are not needed.
   CheckpointInfo load_weights(const std::string& path);
+  // Initialises the model's parameters from those of the same name in another run's checkpoint
+  // (pretrained weights: a masked-LM encoder into a classifier). Only parameters: optimizer
+  // state, step, seed and schedule stay this run's. Parameters the checkpoint lacks keep their
+  // initial values, checkpoint tensors this model lacks are ignored; a shape that differs is a
+  // stag::Error naming the tensor and both shapes, and so is a checkpoint with no parameter in
+  // common. Returns the names of the parameters loaded, sorted.
+  std::vector<std::string> init_from(const std::string& path);
 
   std::int64_t steps_done() const { return step_; }
   std::int64_t epoch() const { return epoch_; }

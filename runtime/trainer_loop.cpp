@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <optional>
+#include <set>
 
 #include <stag/runtime/trainer.hpp>
 
@@ -77,6 +78,24 @@ CheckpointInfo Trainer::resume(const std::string& path) {
 
 CheckpointInfo Trainer::load_weights(const std::string& path) {
   return load_checkpoint(path, *step_session_, {.allow_missing = true, .allow_unexpected = true});
+}
+
+std::vector<std::string> Trainer::init_from(const std::string& path) {
+  std::set<std::string> params;
+  const GraphView& g = graphs_.model;
+  for (int n = 0; n < g.size(); ++n)
+    if (g.node(n).flags & kFlagParam) params.insert(g.name(n));
+  std::vector<std::string> loaded;
+  for (const std::string& name : read_checkpoint_info(path).tensors)
+    if (params.count(name)) loaded.push_back(name);
+  if (loaded.empty())
+    throw Error("stag::Trainer::init_from: checkpoint " + path +
+                " has no parameter of this model (is it another model's?)");
+  load_checkpoint(path, *step_session_,
+                  {.allow_missing = true,
+                   .allow_unexpected = true,
+                   .select = [&](const std::string& name) { return params.count(name) > 0; }});
+  return loaded;
 }
 
 void Trainer::fit(const DataSource& data, const FitOptions& o) {

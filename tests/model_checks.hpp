@@ -27,6 +27,12 @@ inline stag::Array f32(std::vector<std::int64_t> dims, std::uint64_t seed) {
 inline stag::Array i32(std::vector<std::int64_t> dims, std::uint64_t seed, int hi) {
   return random_array(DType::i32, std::move(dims), seed, 0, hi);
 }
+// An i32 vector of the given values.
+inline stag::Array i32_values(const std::vector<std::int32_t>& values) {
+  stag::Array a(DType::i32, {static_cast<std::int64_t>(values.size())});
+  for (std::size_t i = 0; i < values.size(); ++i) a.set(static_cast<std::int64_t>(i), values[i]);
+  return a;
+}
 // Labels in [0, hi), and -100 (ignored) where keep is false.
 inline stag::Array labels(const stag::Array& keep, std::uint64_t seed, int hi) {
   stag::Array y = i32(keep.dims(), seed, hi);

@@ -17,6 +17,8 @@ namespace stag::train_app {
 namespace {
 
 constexpr AdamW kOptimizer{.hparams_as_inputs = true};  // every setting is a flag
+// The share of tokens the masked-LM pretraining predicts (BERT's).
+constexpr double kMaskProb = 0.15;
 
 data::TextDataset load_texts(const std::string& name, std::int64_t limit) {
   if (name == "sentiment") return data::load_sentiment();
@@ -117,6 +119,160 @@ void dump_logits(Trainer& t, const data::EncodedTexts& val, const data::PadOptio
   std::ofstream(path) << j.dump() << "\n";
 }
 
+// --- Masked-LM pretraining (--pretrain-steps) ---------------------------------------------------
+
+// The unlabelled text of the pretraining, packed into full rows of `max_len` ids (as BERT
+// packs sentences): the English fortunes, then the training split's own texts (already
+// normalised) without their labels. The last 2% of the fortunes (at most 1,000) are held out to
+// report the pretraining's validation loss; the training texts are never held out.
+struct PretrainRows {
+  data::EncodedTexts train, held_out;
+};
+PretrainRows pretrain_rows(const RunOptions& o, const TextTokenizer& tok,
+                           const std::vector<std::string>& train_texts, std::int64_t max_len) {
+  const data::Corpus corpus = data::load_fortunes_corpus();
+  const std::size_t held = std::min<std::size_t>(corpus.documents.size() / 50, 1000);
+  std::vector<std::int32_t> train_ids, held_ids;
+  for (std::size_t i = 0; i < corpus.documents.size(); ++i) {
+    const std::string& d = corpus.documents[i];
+    const std::vector<std::int32_t> ids = tok.encode(o.lowercase ? normalize_text(d) : d);
+    std::vector<std::int32_t>& to = i + held < corpus.documents.size() ? train_ids : held_ids;
+    to.insert(to.end(), ids.begin(), ids.end());
+  }
+  for (const std::string& t : train_texts) {
+    const std::vector<std::int32_t> ids = tok.encode(t);
+    train_ids.insert(train_ids.end(), ids.begin(), ids.end());
+  }
+  auto rows_of = [&](const std::vector<std::int32_t>& ids) {
+    data::EncodedTexts d;
+    const auto n = static_cast<std::ptrdiff_t>(ids.size());
+    for (std::ptrdiff_t k = 0; k + max_len <= n; k += max_len) {
+      d.ids.emplace_back(ids.begin() + k, ids.begin() + k + max_len);
+      d.labels.push_back(0);
+    }
+    return d;
+  };
+  return {rows_of(train_ids), rows_of(held_ids)};
+}
+
+// One masked-LM batch: each real token is picked with probability p (at least one per batch);
+// a picked token becomes <unk> (80%), a random id (10%) or stays (10%), and is a target. All
+// draws come from (seed, epoch, row, position): a resumed or repeated run masks the same ones.
+Batch mlm_batch(const data::EncodedTexts& d, std::span<const std::size_t> rows,
+                const data::PadOptions& pad, double p, std::size_t vocab, std::uint64_t seed,
+                std::int64_t epoch) {
+  data::ClassBatch b = data::make_class_batch(d, rows, pad);
+  const std::int64_t n = b.ids.dim(0), len = b.ids.dim(1);
+  auto* ids = b.ids.data<std::int32_t>();
+  const bool* keep = b.keep.data<bool>();
+  std::vector<std::int32_t> where, targets;
+  const auto e = static_cast<std::uint64_t>(epoch);
+  auto mask = [&](std::int64_t r, std::int64_t k) {
+    const std::int64_t at = r * len + k;
+    const std::uint64_t row = rows[static_cast<std::size_t>(r)],
+                        pos = static_cast<std::uint64_t>(k);
+    where.push_back(static_cast<std::int32_t>(at));
+    targets.push_back(ids[at]);
+    const double how = random::uniform(seed ^ 0x6d6c6d2d686f7721ULL, e, row, pos);
+    if (how < 0.8) {
+      ids[at] = data::kUnkId;
+    } else if (how < 0.9) {
+      const double u = random::uniform(seed ^ 0x6d6c6d2d72616e64ULL, e, row, pos);
+      ids[at] = data::kNumSpecial +
+                static_cast<std::int32_t>(u * static_cast<double>(vocab - data::kNumSpecial));
+    }
+  };
+  for (std::int64_t r = 0; r < n; ++r)
+    for (std::int64_t k = 0; k < len; ++k)
+      if (keep[r * len + k] &&
+          random::uniform(seed ^ 0x6d6c6d2d7069636bULL, e, rows[static_cast<std::size_t>(r)],
+                          static_cast<std::uint64_t>(k)) < p)
+        mask(r, k);
+  if (where.empty() && n > 0 && keep[0]) mask(0, 0);
+  double tokens = 0;
+  for (std::int64_t k = 0; k < b.keep.numel(); ++k) tokens += b.keep.at(k);
+  // The targets are padded to a multiple of 64 (ignored ones, -100, at position 0), so that
+  // batches come in a few shapes and the sessions reuse a few plans.
+  const std::size_t real = where.size();
+  while (where.size() % 64 != 0) {
+    where.push_back(0);
+    targets.push_back(-100);
+  }
+  auto vec = [](const std::vector<std::int32_t>& v) {
+    Array a(DType::i32, {static_cast<std::int64_t>(v.size())});
+    std::copy(v.begin(), v.end(), a.data<std::int32_t>());
+    return a;
+  };
+  NamedArrays in{
+      {"ids", b.ids}, {"keep", b.keep}, {"where", vec(where)}, {"targets", vec(targets)}};
+  return Batch{std::move(in), static_cast<double>(real), tokens};
+}
+
+// Pretrains classifier_mlm<C> (the classifier's encoder, tied output) for --pretrain-steps and
+// saves it to <out>/pretrain.safetensors with the tokenizer in its config; returns that path.
+template <const ClassifierConfig& C>
+std::string pretrain(const RunContext& ctx, const TextTokenizer& tok,
+                     const std::vector<std::string>& train_texts, const data::PadOptions& pad,
+                     nlohmann::ordered_json config) {
+  static constexpr auto mlm = model([](Builder& g) { return classifier_mlm<C>(g); });
+  const RunOptions& o = ctx.opt;
+  const PretrainRows rows = pretrain_rows(o, tok, train_texts, pad.max_len);
+  std::size_t tokens = 0;
+  for (const auto& r : rows.train.ids) tokens += r.size();
+  std::fprintf(stderr,
+               "pretraining: masked LM on the fortunes and the training texts: %zu rows (%zu "
+               "tokens) + %zu held out, %lld steps\n",
+               rows.train.ids.size(), tokens, rows.held_out.ids.size(),
+               static_cast<long long>(o.pretrain_steps));
+  RunContext pctx = ctx;
+  pctx.opt.lr = o.pretrain_lr;
+  pctx.opt.max_steps = o.pretrain_steps;
+  pctx.checkpoint = o.out + "/pretrain.safetensors";
+  pctx.metrics = o.out + "/pretrain_metrics.jsonl";
+  config["stage"] = "pretrain";
+  Trainer t(training_graphs<mlm, kOptimizer>(),
+            trainer_options(pctx, o.pretrain_steps, C.d_model, config.dump()));
+  const std::vector<std::size_t> lengths = rows.train.lengths();
+  const data::BatchPlanOptions plan{.batch_size = static_cast<std::size_t>(o.batch_size),
+                                    .seed = o.seed ^ 0x707265747261696eULL};
+  auto cache = std::make_shared<std::pair<std::int64_t, std::vector<std::vector<std::size_t>>>>(
+      -1, std::vector<std::vector<std::size_t>>{});
+  auto plan_of = [=](std::int64_t e) -> const std::vector<std::vector<std::size_t>>& {
+    if (cache->first != e)
+      *cache = {e, data::plan_batches(lengths, plan, static_cast<std::uint64_t>(e))};
+    return cache->second;
+  };
+  const std::size_t vocab = tok.vocab_size();
+  const DataSource source{[=](std::int64_t e) { return plan_of(e).size(); },
+                          [=, &rows](std::int64_t e, std::size_t i) {
+                            return mlm_batch(rows.train, plan_of(e)[i], pad, kMaskProb, vocab,
+                                             o.seed, e);
+                          }};
+  // Held-out batches: fixed masks (epoch 0, the run's seed), so evaluations compare.
+  std::vector<Batch> held;
+  for (std::size_t k = 0; k < rows.held_out.ids.size(); k += 128) {
+    std::vector<std::size_t> part;
+    for (std::size_t j = k; j < std::min(k + 128, rows.held_out.ids.size()); ++j) part.push_back(j);
+    held.push_back(mlm_batch(rows.held_out, part, pad, kMaskProb, vocab, o.seed, 0));
+  }
+  FitOptions fit{.epochs = std::int64_t{1} << 40,
+                 .max_steps = o.pretrain_steps,
+                 .eval_every = std::max<std::int64_t>(o.pretrain_steps / 4, 1),
+                 .checkpoint_path = pctx.checkpoint};
+  fit.evaluate = [&](Trainer& tr) {
+    const EvalStats s = tr.evaluate(held);
+    MetricsRecord r{.split = "valid"};
+    r.set("mlm_loss", s.loss).set("mlm_accuracy", s.accuracy);
+    return r;
+  };
+  t.fit(source, fit);
+  const EvalStats s = t.evaluate(held);
+  print_result("pretrain_mlm_loss", s.loss);
+  print_result("pretrain_mlm_accuracy", s.accuracy);
+  print_result("pretrain_seconds", t.totals().seconds);
+  return pctx.checkpoint;
+}
+
 template <const ClassifierConfig& C>
 struct Classify {
   static constexpr auto net = model([](Builder& g) { return classifier<C>(g); });
@@ -139,9 +295,11 @@ struct Classify {
 
     nlohmann::ordered_json config = run_config(ctx, C);
     std::optional<TextTokenizer> tok;
-    if (!ctx.resume.empty()) {
+    // Resuming, or starting from a pretrained encoder: the ids must mean what they meant then.
+    const std::string& tok_from = !ctx.resume.empty() ? ctx.resume : o.init_from;
+    if (!tok_from.empty()) {
       tok = TextTokenizer::from_json(
-          checkpoint_config(ctx.resume, "classify", o.model).at("tokenizer"));
+          checkpoint_config(tok_from, "classify", o.model).at("tokenizer"));
     } else {
       const std::vector<std::string> texts = texts_of(split.train);
       tok = TextTokenizer::learn(o.tokenizer, texts, static_cast<std::size_t>(C.vocab),
@@ -186,9 +344,17 @@ struct Classify {
                               return Batch{b.inputs(), 0, tokens};
                             }};
     const std::int64_t total = planned_steps(o, plan_of(0).size());
+    const bool fresh = ctx.resume.empty() && !o.eval_only;
+    const std::string init = fresh && o.pretrain_steps > 0
+                                 ? pretrain<C>(ctx, *tok, texts_of(split.train), pad, config)
+                             : fresh ? o.init_from
+                                     : std::string();
     Trainer trainer(training_graphs<net, kOptimizer>(),
                     trainer_options(ctx, total, C.d_model, config.dump()));
     print_model(ctx, config, net, tok->vocab_size());
+    if (!init.empty())
+      std::fprintf(stderr, "initialised %zu parameters from %s\n", trainer.init_from(init).size(),
+                   init.c_str());
 
     const std::vector<Batch> val_b = eval_batches(val, 128, pad, o.test_limit),
                              test_b = eval_batches(test, 128, pad, o.test_limit);

@@ -39,6 +39,8 @@ RunOptions defaults_for(Task task) {
   o.threads = 2;
   o.bucket = true;
   o.token_dropout = 0;
+  o.pretrain_steps = 0;
+  o.pretrain_lr = 1e-3;
   o.eval_every = 0;
   o.eval_limit = 0;
   o.test_limit = 0;
@@ -123,6 +125,16 @@ const char* help_for(const std::string& field) {
       {"token_dropout",
        "classify: leave each training token out with this probability, anew each epoch (word "
        "dropout, as in deep averaging networks); never the last one of a text"},
+      {"pretrain_steps",
+       "classify: first pretrain the encoder for this many steps as a masked language model "
+       "(BERT's objective: 15% of the tokens predicted) on unlabelled English, the fortunes "
+       "and the training split's texts without their labels; then train the classifier from it "
+       "(0: no pretraining)"},
+      {"pretrain_lr", "classify: peak learning rate of the pretraining (cosine, --warmup steps)"},
+      {"init_from",
+       "classify: start from the encoder of this pretraining checkpoint "
+       "(<out>/pretrain.safetensors "
+       "of an earlier run with the same preset; its tokenizer is used) instead of pretraining"},
       {"eval_every", "Evaluate on the validation split every N steps (0: every epoch)"},
       {"eval_limit",
        "Evaluate on at most N examples (LM: windows) per split during training (0: all)"},
@@ -195,6 +207,12 @@ void validate(const RunOptions& o, Task task) {
   if (o.threads < 0) fail("threads", "must not be negative");
   if (!(o.token_dropout >= 0 && o.token_dropout < 1)) fail("token-dropout", "must be in [0, 1)");
   if (o.limit < 0 || o.eval_limit < 0 || o.test_limit < 0) fail("limit", "must not be negative");
+  if (o.pretrain_steps < 0) fail("pretrain-steps", "must not be negative");
+  if (!(o.pretrain_lr > 0)) fail("pretrain-lr", "must be positive");
+  if (task != Task::classify && (o.pretrain_steps > 0 || !o.init_from.empty()))
+    fail(o.pretrain_steps > 0 ? "pretrain-steps" : "init-from", "only classify pretrains");
+  if (o.pretrain_steps > 0 && !o.init_from.empty())
+    fail("init-from", "give either --init-from or --pretrain-steps, not both");
   if (o.bpe_vocab < 260) fail("bpe-vocab", "must be at least 260 (4 special ids and 256 bytes)");
 }
 

@@ -1,7 +1,7 @@
-// stag-train's run-time settings: one Hana-reflected struct, so that every field becomes a CLI
+// stag-train's run-time settings: Hana-reflected structs, so that every field becomes a CLI
 // flag (--batch-size for batch_size), a line of the printed settings and a key of the JSON stored
-// in checkpoints, without a list of names to keep in step. To add a setting: add a member and a
-// help line in options.cpp; task-specific defaults go in defaults_for().
+// in checkpoints, without a list of names to keep in step. To add a setting: add a member to one
+// of the two parts and a help line in options.cpp; task-specific defaults go in defaults_for().
 #pragma once
 
 #include <cstdint>
@@ -9,13 +9,17 @@
 
 #include <boost/hana/define_struct.hpp>
 
+#include "reflect.hpp"
+
 namespace stag::train_app {
 
 enum class Task { classify, lm, g2p };
 
-struct RunOptions {
+// Hana reflects at most 39 members per struct, so the settings come in two reflected parts;
+// RunOptions has both (for_each_field below visits them in order).
+struct ModelOptions {
   BOOST_HANA_DEFINE_STRUCT(
-      RunOptions,
+      ModelOptions,
       // What to train.
       (std::string,
        data),  // classify: sentiment, spam, langid, zh; lm: fortunes, pydoc; g2p: cmudict
@@ -38,6 +42,16 @@ struct RunOptions {
       (std::uint64_t, seed), (int, threads),
       (bool, bucket),           // batch texts of similar length together
       (double, token_dropout),  // classify: drop each training token with this probability
+      // classify: masked-LM pretraining of the encoder on unlabelled text first.
+      (std::int64_t, pretrain_steps),  // 0: none
+      (double, pretrain_lr),
+      (std::string, init_from)  // start from this pretrained checkpoint's encoder
+  );
+};
+
+struct OutputOptions {
+  BOOST_HANA_DEFINE_STRUCT(
+      OutputOptions,
       // Evaluation, files.
       (std::int64_t, eval_every),        // steps (0: every epoch)
       (std::int64_t, eval_limit),        // evaluate on at most N examples per split (0: all)
@@ -55,6 +69,20 @@ struct RunOptions {
        dump_logits)  // classify: write 16 validation texts' logits as JSON (for tools/)
   );
 };
+
+struct RunOptions : ModelOptions, OutputOptions {};
+
+// The fields of both parts, for reflect.hpp's to_json, from_json and add_flags.
+template <class F>
+void for_each_field(RunOptions& s, F&& f) {
+  for_each_field(static_cast<ModelOptions&>(s), f);
+  for_each_field(static_cast<OutputOptions&>(s), f);
+}
+template <class F>
+void for_each_field(const RunOptions& s, F&& f) {
+  for_each_field(static_cast<const ModelOptions&>(s), f);
+  for_each_field(static_cast<const OutputOptions&>(s), f);
+}
 
 RunOptions defaults_for(Task task);
 // The help text of a field, by name.

@@ -32,6 +32,25 @@ set_tests_properties(stag_train.bad_flag PROPERTIES PASS_REGULAR_EXPRESSION "--s
 set_tests_properties(stag_train.classify stag_train.classify_resume stag_train.classify_eval_only stag_train.lm
   stag_train.g2p stag_train.bad_flag PROPERTIES LABELS unit ENVIRONMENT "OMP_WAIT_POLICY=passive" SKIP_RETURN_CODE 77)
 
+# Masked-LM pretraining on the fortunes, then the classifier from it; a second run starts from
+# that checkpoint (--init-from); a preset that differs is refused by name.
+add_test(NAME stag_train.classify_pretrain COMMAND stag-train classify ${quick} --limit 300 --epochs 1
+         --model small --pretrain-steps 4 --test-limit 100 --out ${smoke}/pretrain)
+set_tests_properties(stag_train.classify_pretrain PROPERTIES
+  PASS_REGULAR_EXPRESSION "pretrain_mlm_accuracy: .*val_accuracy: .*baseline_accuracy: ")
+add_test(NAME stag_train.classify_init_from COMMAND stag-train classify ${quick} --limit 300 --epochs 1
+         --model small --test-limit 100 --init-from ${smoke}/pretrain/pretrain.safetensors
+         --out ${smoke}/init_from)
+set_tests_properties(stag_train.classify_init_from PROPERTIES DEPENDS stag_train.classify_pretrain
+  PASS_REGULAR_EXPRESSION "initialised [1-9][0-9]* parameters from .*pretrain.safetensors.*val_accuracy: ")
+add_test(NAME stag_train.classify_init_from_other_preset COMMAND stag-train classify ${quick} --limit 300
+         --epochs 1 --model pre --init-from ${smoke}/pretrain/pretrain.safetensors --out ${smoke}/init_other)
+set_tests_properties(stag_train.classify_init_from_other_preset PROPERTIES DEPENDS stag_train.classify_pretrain
+  PASS_REGULAR_EXPRESSION "holds preset 'small'; pass --model small")
+set_tests_properties(stag_train.classify_pretrain stag_train.classify_init_from
+  stag_train.classify_init_from_other_preset PROPERTIES LABELS unit ENVIRONMENT "OMP_WAIT_POLICY=passive"
+  SKIP_RETURN_CODE 77)
+
 # A data set that is not installed: a message naming what is missing and how to install it.
 add_test(NAME stag_train.missing_data COMMAND stag-train classify --threads 1 --out ${smoke}/missing)
 set_tests_properties(stag_train.missing_data PROPERTIES LABELS unit
