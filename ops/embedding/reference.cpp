@@ -35,10 +35,17 @@ std::int64_t checked_id(const KernelArgs& a, const TensorView& ids, std::int64_t
   else
     throw Error("stag: embedding '" + a.name() + "': ids must be i32 or i64, got " +
                 std::string(dtype_name(ids.dtype)));
-  if (id < 0 || id >= rows)
-    throw Error("stag: embedding '" + a.name() + "': token id " + std::to_string(id) + " at " +
-                position_text(ids, i) + " is outside [0, " + std::to_string(rows) + ")");
-  return id;
+  if (id >= 0 && id < rows) return id;
+  // Learned positions (ids from `positions`): the input is longer than the table.
+  const Node& from = a.g.node(a.n().in[0]);
+  if (op_id(from.op) == OpId::positions)
+    throw Error("stag: embedding '" + a.name() + "': the sequence has " +
+                std::to_string(ids.numel()) + " positions but the position table '" +
+                a.g.name(a.n().in[1]) + "' has " + std::to_string(rows) + " rows (position " +
+                std::to_string(id) + " is outside it); cut the inputs to at most " +
+                std::to_string(rows) + " tokens or build the model with a longer table");
+  throw Error("stag: embedding '" + a.name() + "': token id " + std::to_string(id) + " at " +
+              position_text(ids, i) + " is outside [0, " + std::to_string(rows) + ")");
 }
 
 template <class T>

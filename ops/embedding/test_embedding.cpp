@@ -72,6 +72,24 @@ TEST_CASE("an id outside the vocabulary is an error naming the node, position an
   CHECK_NOTHROW(evaluate_reference(tokens, {{"ids", ids}}, params));
 }
 
+TEST_CASE("a sequence longer than a learned position table says so, naming the table",
+          "[op][embedding]") {
+  static constexpr auto pos = model([](Builder& g) {
+    auto x = input<"x", Shape<batch, seq, 4>>(g);
+    return sum<0, 1, 2>(x + learned_positions<6, 4, seq>(g / "pos"));
+  });
+  const NamedArrays params = make_params(pos, {}, 1);
+  CHECK_NOTHROW(evaluate_reference(pos, {{"x", Array(DType::f32, {2, 6, 4})}}, params));
+  const std::string expected =
+      "the sequence has 7 positions but the position table 'pos.weight' has 6 rows (position 6 "
+      "is outside it); cut the inputs to at most 6 tokens or build the model with a longer table";
+  CHECK_THROWS_WITH(evaluate_reference(pos, {{"x", Array(DType::f32, {2, 7, 4})}}, params),
+                    Catch::Contains(expected));
+  Session s(pos, {.threads = 1});
+  s.set_inputs({{"x", Array(DType::f32, {2, 7, 4})}});
+  CHECK_THROWS_WITH(s.run(), Catch::Contains(expected));
+}
+
 TEST_CASE("i64 ids are checked exactly, not through double", "[op][embedding]") {
   static constexpr auto wide = model([](Builder& g) {
     auto ids = input<"ids", Shape<seq>, i64>(g);
