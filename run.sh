@@ -14,10 +14,14 @@ stag_install_debs
 task=classify
 data=
 prev=
+pretrain=0
 for a in "$@"; do
   case $a in lm | g2p | classify) [ -z "$prev" ] && task=$a ;; esac
   [ "$prev" = --data ] && data=$a
   case $a in --data=*) data=${a#--data=} ;; esac
+  # Masked-LM pretraining (classify --pretrain-steps N) reads the English fortunes.
+  [ "$prev" = --pretrain-steps ] && [ "$a" != 0 ] && pretrain=1
+  case $a in --pretrain-steps=0) ;; --pretrain-steps=*) pretrain=1 ;; esac
   prev=$a
 done
 case $task:$data in
@@ -26,8 +30,9 @@ case $task:$data in
   g2p:*) set_name=cmudict ;;
   *) set_name=sentiment ;;
 esac
+[ "$task:$pretrain" = classify:1 ] && [ "$set_name" != fortunes ] && set_name=$set_name,fortunes
 if ! "$STAG_ROOT/tools/data.sh" --check --only "$set_name" >/dev/null 2>&1; then
-  case $set_name in sentiment | spam | cmudict) command -v npm >/dev/null || stag_install_debs npm ;; esac
+  case $set_name in sentiment* | spam* | cmudict) command -v npm >/dev/null || stag_install_debs npm ;; esac
   "$STAG_ROOT/tools/data.sh" --only "$set_name"
 fi
 
