@@ -69,7 +69,6 @@ constexpr auto classifier(Builder& g) {
 template <const ClassifierConfig& C>
 constexpr auto classifier_mlm(Builder& g) {
   using namespace dims;
-  constexpr auto masked = sym<"masked">;
   auto ids = input<"ids", Shape<batch, seq>, DType::i32>(g);
   auto keep = input<"keep", Shape<batch, seq>, DType::boolean>(g);
   auto where = input<"where", Shape<masked>, DType::i32>(g);

@@ -14,6 +14,7 @@ inline constexpr auto batch = sym<"batch">;
 inline constexpr auto seq = sym<"seq">;
 inline constexpr auto src_seq = sym<"src_seq">;
 inline constexpr auto tgt_seq = sym<"tgt_seq">;
+inline constexpr auto masked = sym<"masked">;  // positions a masked-LM batch predicts
 }  // namespace dims
 
 // The dim at `Axis` (negative counts from the end) of a Shape type, as a dim value.
