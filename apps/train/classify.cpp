@@ -235,13 +235,7 @@ std::string pretrain(const RunContext& ctx, const TextTokenizer& tok,
   const std::vector<std::size_t> lengths = rows.train.lengths();
   const data::BatchPlanOptions plan{.batch_size = static_cast<std::size_t>(o.batch_size),
                                     .seed = o.seed ^ 0x707265747261696eULL};
-  auto cache = std::make_shared<std::pair<std::int64_t, std::vector<std::vector<std::size_t>>>>(
-      -1, std::vector<std::vector<std::size_t>>{});
-  auto plan_of = [=](std::int64_t e) -> const std::vector<std::vector<std::size_t>>& {
-    if (cache->first != e)
-      *cache = {e, data::plan_batches(lengths, plan, static_cast<std::uint64_t>(e))};
-    return cache->second;
-  };
+  const EpochPlans plan_of(lengths, plan);
   const std::size_t vocab = tok.vocab_size();
   const DataSource source{[=](std::int64_t e) { return plan_of(e).size(); },
                           [=, &rows](std::int64_t e, std::size_t i) {
@@ -324,13 +318,7 @@ struct Classify {
     const std::vector<std::size_t> lengths = train.lengths();
     const data::BatchPlanOptions plan{
         .batch_size = static_cast<std::size_t>(o.batch_size), .bucket = o.bucket, .seed = o.seed};
-    auto cache = std::make_shared<std::pair<std::int64_t, std::vector<std::vector<std::size_t>>>>(
-        -1, std::vector<std::vector<std::size_t>>{});
-    auto plan_of = [=](std::int64_t e) -> const std::vector<std::vector<std::size_t>>& {
-      if (cache->first != e)
-        *cache = {e, data::plan_batches(lengths, plan, static_cast<std::uint64_t>(e))};
-      return cache->second;
-    };
+    const EpochPlans plan_of(lengths, plan);
     const DataSource source{[=](std::int64_t e) { return plan_of(e).size(); },
                             [=, &train](std::int64_t e, std::size_t i) {
                               const std::vector<std::size_t>& rows = plan_of(e)[i];

@@ -188,4 +188,18 @@ std::vector<std::pair<std::string, std::string>> list_presets(Task task) {
   return {};
 }
 
+EpochPlans::EpochPlans(std::vector<std::size_t> lengths, data::BatchPlanOptions options)
+    : s_(std::make_shared<State>()) {
+  s_->lengths = std::move(lengths);
+  s_->options = options;
+}
+
+const std::vector<std::vector<std::size_t>>& EpochPlans::operator()(std::int64_t epoch) const {
+  if (s_->epoch != epoch) {
+    s_->plan = data::plan_batches(s_->lengths, s_->options, static_cast<std::uint64_t>(epoch));
+    s_->epoch = epoch;
+  }
+  return s_->plan;
+}
+
 }  // namespace stag::train_app

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,23 @@ void print_throughput(const Trainer& t, std::initializer_list<EvalStats> evals);
 // The accuracy of always answering the training split's most frequent label.
 double majority_accuracy(const std::vector<std::int32_t>& train,
                          const std::vector<std::int32_t>& eval);
+
+// The batch plan of each epoch (data::plan_batches over `lengths`), made once per epoch and
+// shared by copies, so the two functions of a DataSource can each hold one.
+class EpochPlans {
+ public:
+  EpochPlans(std::vector<std::size_t> lengths, data::BatchPlanOptions options);
+  const std::vector<std::vector<std::size_t>>& operator()(std::int64_t epoch) const;
+
+ private:
+  struct State {
+    std::vector<std::size_t> lengths;
+    data::BatchPlanOptions options;
+    std::int64_t epoch = -1;
+    std::vector<std::vector<std::size_t>> plan;
+  };
+  std::shared_ptr<State> s_;
+};
 
 // Elements of `rows` first `limit` (0: all).
 std::vector<std::size_t> first_n(std::vector<std::size_t> rows, std::int64_t limit);

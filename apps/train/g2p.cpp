@@ -142,13 +142,7 @@ struct G2p {
     const std::vector<std::size_t> lengths = train->lengths();
     const data::BatchPlanOptions plan{
         .batch_size = static_cast<std::size_t>(o.batch_size), .bucket = o.bucket, .seed = o.seed};
-    auto cache = std::make_shared<std::pair<std::int64_t, std::vector<std::vector<std::size_t>>>>(
-        -1, std::vector<std::vector<std::size_t>>{});
-    auto plan_of = [=](std::int64_t e) -> const std::vector<std::vector<std::size_t>>& {
-      if (cache->first != e)
-        *cache = {e, data::plan_batches(lengths, plan, static_cast<std::uint64_t>(e))};
-      return cache->second;
-    };
+    const EpochPlans plan_of(lengths, plan);
     const std::int64_t max_len = o.max_len;
     const DataSource source{
         [=](std::int64_t e) { return plan_of(e).size(); },
