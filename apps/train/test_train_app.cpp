@@ -1,6 +1,7 @@
 // stag-train's pieces: the single-batch overfit test of the default classifier preset, the
 // bag-of-words baseline, edit distance and error rates, the unigram baseline, Hana reflection
-// of the flags, and the tokeniser's JSON round trip. Expected values are worked out by hand.
+// of the flags, the tokeniser's JSON round trip, and the masked-LM batches (their statistics, and
+// that a model trained on them learns from context). Expected values are worked out by hand.
 #include <cmath>
 
 #include <catch2/catch.hpp>
@@ -10,6 +11,7 @@
 #include <stag/runtime/trainer.hpp>
 
 #include "bow.hpp"
+#include "mlm.hpp"
 #include "options.hpp"
 #include "presets.hpp"
 #include "reflect.hpp"
@@ -53,6 +55,113 @@ TEST_CASE("the default classifier fits one batch: loss below 0.01 within 200 ste
   // It starts from chance (two classes: ln 2), so the fit is learnt, not initial.
   CHECK(std::abs(first - std::log(2.0)) < 0.2);
   CHECK(loss < 0.01);
+}
+
+// Rows where each id is the previous one plus one (cycling through 4..53) from a random
+// start: an id is known from either neighbour, never from its own frequency (all are equal).
+data::EncodedTexts counting_rows(std::size_t n, std::size_t len, std::uint64_t seed) {
+  data::EncodedTexts d;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    auto id = static_cast<std::int32_t>(random::uniform(seed, 1, 2, i) * 50);
+    std::vector<std::int32_t> row;
+    for (std::size_t k = 0; k < len; ++k) row.push_back(4 + (id++ % 50));
+    d.ids.push_back(row);
+    d.labels.push_back(0);
+  }
+  return d;
+}
+
+TEST_CASE("masked-LM batches: 15% of the real tokens, 80/10/10, targets where they were",
+          "[train_app][mlm]") {
+  data::EncodedTexts d = counting_rows(64, 40, 7);
+  for (std::size_t i = 0; i < 64; i += 2) d.ids[i].resize(25);  // padding in half the rows
+  std::vector<std::size_t> rows(64);
+  for (std::size_t i = 0; i < 64; ++i) rows[i] = i;
+  const Batch b = mlm_batch(d, rows, {}, kMaskProb, 54, 3, 0);
+  const Array& ids = b.inputs.at("ids");
+  const Array& keep = b.inputs.at("keep");
+  const Array& where = b.inputs.at("where");
+  const Array& targets = b.inputs.at("targets");
+  REQUIRE(ids.dim(1) == 40);
+  CHECK(where.numel() % 64 == 0);
+  std::vector<bool> picked(static_cast<std::size_t>(ids.numel()), false);
+  int real = 0, unk = 0, same = 0;
+  for (std::int64_t j = 0; j < where.numel(); ++j) {
+    const auto at = static_cast<std::int64_t>(where.at(j));
+    if (targets.at(j) == -100) {
+      CHECK(at == 0);  // padding of the target list
+      continue;
+    }
+    ++real;
+    REQUIRE(keep.at(at) == 1);  // never a padded position
+    const auto r = static_cast<std::size_t>(at / 40), k = static_cast<std::size_t>(at % 40);
+    CHECK(targets.at(j) == d.ids[r][k]);  // the original id
+    picked[static_cast<std::size_t>(at)] = true;
+    unk += ids.at(at) == data::kUnkId;
+    same += ids.at(at) == d.ids[r][k];
+    CHECK(ids.at(at) >= (ids.at(at) == data::kUnkId ? 1 : 4));
+    CHECK(ids.at(at) < 54);
+  }
+  CHECK(b.weight == real);
+  // Tokens not picked are untouched.
+  for (std::int64_t at = 0; at < ids.numel(); ++at)
+    if (keep.at(at) == 1 && !picked[static_cast<std::size_t>(at)])
+      CHECK(ids.at(at) ==
+            d.ids[static_cast<std::size_t>(at / 40)][static_cast<std::size_t>(at % 40)]);
+  // 32 * 40 + 32 * 25 = 2,080 real tokens; a binomial share of 0.15 has sd 0.008 here.
+  const double share = real / 2080.0;
+  INFO("picked " << real << ", <unk> " << unk << ", unchanged " << same);
+  CHECK(share > 0.12);
+  CHECK(share < 0.18);
+  CHECK(unk > 0.7 * real);
+  CHECK(unk < 0.9 * real);
+  CHECK(same > 0.03 * real);  // 10% kept (plus a random id that happens to be the same)
+  CHECK(same < 0.2 * real);
+  // The same (seed, epoch) masks the same tokens; another epoch masks others.
+  const Batch again = mlm_batch(d, rows, {}, kMaskProb, 54, 3, 0);
+  const Array& w2 = again.inputs.at("where");
+  REQUIRE(w2.numel() == where.numel());
+  for (std::int64_t j = 0; j < where.numel(); ++j) CHECK(w2.at(j) == where.at(j));
+  const Array& w3 = mlm_batch(d, rows, {}, kMaskProb, 54, 3, 1).inputs.at("where");
+  bool differs = w3.numel() != where.numel();
+  for (std::int64_t j = 0; !differs && j < where.numel(); ++j) differs = w3.at(j) != where.at(j);
+  CHECK(differs);
+}
+
+constexpr ClassifierConfig kTinyMlm{.vocab = 54,
+                                    .max_len = 16,
+                                    .d_model = 32,
+                                    .heads = 2,
+                                    .d_ff = 64,
+                                    .layers = 1,
+                                    .classes = 2,
+                                    .dropout = 0.0,
+                                    .pre_norm = true};
+constexpr auto tiny_mlm = model([](Builder& g) { return classifier_mlm<kTinyMlm>(g); });
+
+TEST_CASE("a masked LM trained on these batches predicts ids from their neighbours",
+          "[train_app][mlm]") {
+  const data::EncodedTexts train = counting_rows(512, 16, 11), held = counting_rows(128, 16, 12);
+  std::vector<std::size_t> all(128);
+  for (std::size_t i = 0; i < 128; ++i) all[i] = i;
+  const Batch test = mlm_batch(held, all, {}, kMaskProb, 54, 5, 0);
+  Trainer t(training_graphs<tiny_mlm, AdamW{.hparams_as_inputs = true}, false>(),
+            {.session = {.threads = 2, .seed = 2},
+             .lr = LrSchedule::constant(3e-3, 20),
+             .progress = false});
+  const double before = t.evaluate(std::span<const Batch>(&test, 1)).accuracy;
+  for (std::int64_t step = 0; step < 400; ++step) {
+    std::vector<std::size_t> rows;
+    for (std::size_t i = 0; i < 32; ++i)
+      rows.push_back((static_cast<std::size_t>(step) * 32 + i) % 512);
+    t.step(mlm_batch(train, rows, {}, kMaskProb, 54, 1, step));
+  }
+  const EvalStats after = t.evaluate(std::span<const Batch>(&test, 1));
+  INFO("held-out masked accuracy " << before << " -> " << after.accuracy << ", loss "
+                                   << after.loss);
+  // Frequencies alone give 1 in 50; the neighbours give the id.
+  CHECK(before < 0.1);
+  CHECK(after.accuracy > 0.9);
 }
 
 TEST_CASE("bag-of-words words: lower case, apostrophes kept, CJK characters alone", "[train_app]") {
