@@ -199,16 +199,19 @@ std::string pretrain(const RunContext& ctx, const TextTokenizer& tok,
                  .max_steps = o.pretrain_steps,
                  .eval_every = std::max<std::int64_t>(o.pretrain_steps / 4, 1),
                  .checkpoint_path = pctx.checkpoint};
-  fit.evaluate = [&](Trainer& tr) {
-    const EvalStats s = tr.evaluate(held);
-    MetricsRecord r{.split = "valid"};
-    r.set("mlm_loss", s.loss).set("mlm_accuracy", s.accuracy);
-    return r;
-  };
+  if (!held.empty())
+    fit.evaluate = [&](Trainer& tr) {
+      const EvalStats s = tr.evaluate(held);
+      MetricsRecord r{.split = "valid"};
+      r.set("mlm_loss", s.loss).set("mlm_accuracy", s.accuracy);
+      return r;
+    };
   t.fit(source, fit);
-  const EvalStats s = t.evaluate(held);
-  print_result("pretrain_mlm_loss", s.loss);
-  print_result("pretrain_mlm_accuracy", s.accuracy);
+  if (!held.empty()) {
+    const EvalStats s = t.evaluate(held);
+    print_result("pretrain_mlm_loss", s.loss);
+    print_result("pretrain_mlm_accuracy", s.accuracy);
+  }
   print_result("pretrain_seconds", t.totals().seconds);
   return pctx.checkpoint;
 }
