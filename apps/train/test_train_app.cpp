@@ -122,7 +122,8 @@ TEST_CASE("masked-LM batches: 15% of the real tokens, 80/10/10, targets where th
   const Array& w2 = again.inputs.at("where");
   REQUIRE(w2.numel() == where.numel());
   for (std::int64_t j = 0; j < where.numel(); ++j) CHECK(w2.at(j) == where.at(j));
-  const Array& w3 = mlm_batch(d, rows, {}, kMaskProb, 54, 3, 1).inputs.at("where");
+  const Batch other = mlm_batch(d, rows, {}, kMaskProb, 54, 3, 1);
+  const Array& w3 = other.inputs.at("where");
   bool differs = w3.numel() != where.numel();
   for (std::int64_t j = 0; !differs && j < where.numel(); ++j) differs = w3.at(j) != where.at(j);
   CHECK(differs);
