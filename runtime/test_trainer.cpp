@@ -332,15 +332,12 @@ constexpr ClassifierConfig kPre{.vocab = 20,
                                 .classes = 3,
                                 .dropout = 0.0,
                                 .pre_norm = true};
-constexpr ClassifierConfig kPreWide{.vocab = 24,
-                                    .max_len = 12,
-                                    .d_model = 16,
-                                    .heads = 2,
-                                    .d_ff = 32,
-                                    .layers = 1,
-                                    .classes = 3,
-                                    .dropout = 0.0,
-                                    .pre_norm = true};
+// The same with a larger vocabulary: its "tok.weight" is [24, 16] where kPre's is [20, 16].
+constexpr ClassifierConfig kPreWide = [] {
+  ClassifierConfig c = kPre;
+  c.vocab = 24;
+  return c;
+}();
 constexpr auto pre_net = model([](Builder& g) { return classifier<kPre>(g); });
 constexpr auto pre_mlm = model([](Builder& g) { return classifier_mlm<kPre>(g); });
 constexpr auto wide_net = model([](Builder& g) { return classifier<kPreWide>(g); });
