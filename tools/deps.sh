@@ -3,8 +3,13 @@
 # present. Sourced by run.sh and test.sh.
 set -euo pipefail
 
-STAG_DEBS=(cmake g++ make pkg-config libdnnl-dev libtbb-dev libboost-dev catch2 graphviz libgraphviz-dev
-           libcli11-dev nlohmann-json3-dev)
+# Every package the build and the tests need, named explicitly: the scripts install with
+# --no-install-recommends, so a package that is only *recommended* by another must be listed here.
+#   ocl-icd-opencl-dev  oneDNN's CMake config calls find_package(OpenCL) (libdnnl-dev only
+#                       recommends it)
+#   libexpat1-dev       the picture tests read SVG back with an XML parser
+STAG_DEBS=(cmake g++ make pkg-config libdnnl-dev ocl-icd-opencl-dev libtbb-dev libboost-dev catch2 graphviz
+           libgraphviz-dev libexpat1-dev libcli11-dev nlohmann-json3-dev)
 
 stag_missing_debs() {
   local missing=()
@@ -34,7 +39,17 @@ stag_install_debs() {
 stag_configure_build() {
   local dir=$1
   shift
-  cmake -S "$STAG_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  local log
+  log=$(mktemp)
+  if ! cmake -S "$STAG_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    echo "stag: CMake could not configure the build (above)" >&2
+    return 1
+  fi
+  # One line: which optional parts (CUDA, PyTorch) were found or skipped.
+  grep -o 'stag optional parts: .*' "$log" || true
+  rm -f "$log"
   if [ $# -gt 0 ]; then
     cmake --build "$dir" -j"$(nproc)" --target "$@"
   else

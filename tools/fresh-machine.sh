@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# Runs the README's quick start on a pristine Debian 12 root, as a new user's machine sees it: a
+# `debootstrap --variant=minbase bookworm` root with only git and ca-certificates added (cached as a
+# tarball, so later runs start in seconds), the current commit cloned into it, then ./test.sh and/or
+# ./run.sh inside it as root. Logs are copied out; ctest's summary and the run's accuracy lines are
+# printed; whatever was mounted is unmounted, also on failure or Ctrl-C.
+#
+# Usage: tools/fresh-machine.sh [--test] [--run] [--run-args "ARGS"] [--logs DIR] [--keep]
+#                               [--cache DIR] [--refresh]
+#   --test          run ./test.sh (the default when neither --test nor --run is given)
+#   --run           run ./run.sh (with --run-args, e.g. "lm --max-steps 50"); both may be given
+#   --logs DIR      where the logs go (default: out/fresh-machine/)
+#   --keep          keep the root afterwards (its path is printed) instead of deleting it
+#   --cache DIR     where the root's tarball is cached (default: $STAG_FRESH_CACHE or
+#                   /var/cache/stag-fresh)
+#   --refresh       make the cached root anew
+# Needs root and a reachable Debian mirror (and npm's registry for the data sets). It never falls
+# back to the host: if the root cannot be made, it fails and says why.
+set -euo pipefail
+
+STAG_ROOT=$(cd "$(dirname "$0")/.." && pwd)
+do_test=0
+do_run=0
+run_args=
+logs=$STAG_ROOT/out/fresh-machine
+keep=0
+cache=${STAG_FRESH_CACHE:-/var/cache/stag-fresh}
+refresh=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --test) do_test=1 ;;
+    --run) do_run=1 ;;
+    --run-args) run_args=${2:?--run-args needs a value}; shift ;;
+    --logs) logs=${2:?--logs needs a folder}; shift ;;
+    --keep) keep=1 ;;
+    --cache) cache=${2:?--cache needs a folder}; shift ;;
+    --refresh) refresh=1 ;;
+    -h | --help) sed -n '2,18p' "$0" | cut -c3-; exit 0 ;;
+    *) echo "fresh-machine: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+[ $do_test = 0 ] && [ $do_run = 0 ] && do_test=1
+
+say() { echo "fresh-machine: $*"; }
+die() { echo "fresh-machine: $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, chroot and mounts)"
+commit=$(git -C "$STAG_ROOT" rev-parse HEAD) || die "$STAG_ROOT is not a git checkout"
+if [ -n "$(git -C "$STAG_ROOT" status --porcelain --untracked-files=no)" ]; then
+  say "note: uncommitted changes are not tested; the root gets commit ${commit:0:12}"
+fi
+
+# The host needs debootstrap (and nothing else the project needs).
+if ! command -v debootstrap >/dev/null; then
+  say "installing debootstrap on the host"
+  export DEBIAN_FRONTEND=noninteractive
+  { apt-get update -qq && apt-get install -y -qq --no-install-recommends debootstrap; } >/dev/null ||
+    die "could not install debootstrap on the host (is a Debian mirror reachable?)"
+fi
+
+# The Debian mirror: the host's own (first Debian archive in its apt sources), else debootstrap's
+# default. STAG_DEBIAN_MIRROR overrides both.
+mirror=${STAG_DEBIAN_MIRROR:-}
+if [ -z "$mirror" ]; then
+  mirror=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '/^URIs:/ && $2 ~ /\/debian\/?$/ { print $2; exit }')
+fi
+if [ -z "$mirror" ] && [ -f /etc/apt/sources.list ]; then
+  mirror=$(awk '$1 == "deb" && $3 == "bookworm" { print $2; exit }' /etc/apt/sources.list)
+fi
+
+tarball=$cache/bookworm-minbase-git.tar
+mkdir -p "$cache" "$logs"
+if [ $refresh = 1 ] || [ ! -s "$tarball" ]; then
+  start=$(date +%s)
+  staging=$(mktemp -d /var/tmp/stag-debootstrap.XXXXXX)
+  say "making a pristine bookworm root (minbase + git + ca-certificates) ${mirror:+from $mirror}"
+  # shellcheck disable=SC2086
+  if ! debootstrap --variant=minbase --include=git,ca-certificates bookworm "$staging" $mirror \
+      >"$logs/debootstrap.log" 2>&1; then
+    tail -n 20 "$logs/debootstrap.log" >&2
+    rm -rf "$staging"
+    die "debootstrap failed (log: $logs/debootstrap.log); not falling back to the host"
+  fi
+  tar -C "$staging" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
+  rm -rf "$staging"
+  say "root made in $(($(date +%s) - start)) s, cached as $tarball ($(du -h "$tarball" | cut -f1))"
+fi
+
+root=$(mktemp -d /var/tmp/stag-fresh.XXXXXX)
+mounted=()
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  # Unmount in reverse order; lazily if something inside still holds a mount.
+  for ((i = ${#mounted[@]} - 1; i >= 0; --i)); do
+    umount "${mounted[i]}" 2>/dev/null || umount -l "${mounted[i]}" 2>/dev/null || true
+  done
+  if [ $keep = 1 ]; then
+    say "kept the root at $root"
+  else
+    # Only delete once nothing is mounted below it any more.
+    if ! grep -q " $root/" /proc/mounts; then rm -rf "$root"; else say "left $root (still mounted)"; fi
+  fi
+  exit $rc
+}
+trap cleanup EXIT
+trap 'say "interrupted"; exit 130' INT TERM
+
+tar -C "$root" -xf "$tarball"
+# What a new machine has that the root lacks: its DNS settings and the certificate authorities
+# its network's TLS goes through (on a user's own machine these are the distribution's).
+cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+fi
+for m in proc sys dev dev/pts; do
+  mkdir -p "$root/$m"
+  case $m in
+    proc) mount -t proc proc "$root/proc" ;;
+    sys) mount -t sysfs sys "$root/sys" ;;
+    dev) mount --bind /dev "$root/dev" ;;
+    dev/pts) mount --bind /dev/pts "$root/dev/pts" ;;
+  esac
+  mounted+=("$root/$m")
+done
+# /dev/shm is a tmpfs of the root's own (OpenMP and TBB may use it).
+mkdir -p "$root/dev/shm"
+mount -t tmpfs shm "$root/dev/shm" && mounted+=("$root/dev/shm")
+
+in_root() {
+  chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    LANG=C.UTF-8 TERM=dumb ${CI:+CI=$CI} ${STAG_NO_DATA:+STAG_NO_DATA=$STAG_NO_DATA} /bin/bash -c "$1"
+}
+in_root "update-ca-certificates >/dev/null 2>&1" || die "update-ca-certificates failed in the root"
+git clone -q --no-hardlinks "$STAG_ROOT" "$root/root/stag"
+git -C "$root/root/stag" checkout -q --detach "$commit"
+say "root $root, commit ${commit:0:12}, $(nproc) cores"
+
+status=0
+summary=()
+if [ $do_test = 1 ]; then
+  start=$(date +%s)
+  set +e
+  in_root "cd /root/stag && ./test.sh" 2>&1 | tee "$logs/test.log"
+  rc=${PIPESTATUS[0]}
+  set -e
+  t=$(($(date +%s) - start))
+  line=$(grep -E '^[0-9]+% tests passed' "$logs/test.log" | tail -n 1 || true)
+  stag_line=$(grep -E '^test\.sh: ' "$logs/test.log" | tail -n 1 || true)
+  summary+=("./test.sh: exit $rc in ${t} s")
+  [ -n "$stag_line" ] && summary+=("$stag_line")
+  summary+=("ctest: ${line:-no summary line (see $logs/test.log)}")
+  [ "$rc" = 0 ] || status=1
+fi
+if [ $do_run = 1 ]; then
+  start=$(date +%s)
+  set +e
+  in_root "cd /root/stag && ./run.sh $run_args" 2>&1 | tee "$logs/run.log"
+  rc=${PIPESTATUS[0]}
+  set -e
+  t=$(($(date +%s) - start))
+  summary+=("./run.sh $run_args: exit $rc in ${t} s")
+  while IFS= read -r l; do summary+=("  $l"); done < <(grep -E 'accuracy|per:|wer:|loss' "$logs/run.log" | tail -n 8 || true)
+  [ "$rc" = 0 ] || status=1
+fi
+say "logs in $logs"
+for l in "${summary[@]}"; do say "$l"; done
+# ctest's summary line last, as CI expects.
+if [ $do_test = 1 ]; then
+  grep -E '^[0-9]+% tests passed' "$logs/test.log" | tail -n 1 || true
+fi
+exit $status
