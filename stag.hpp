@@ -1,25 +1,41 @@
-// The umbrella header: graph building, every op, autodiff, and the runtime.
+// The umbrella header: everything documented. The graph layer and models (<stag/core.hpp>), the
+// runtime (sessions, arrays, binding, the reference evaluator, gradcheck), training (the trainer,
+// LR schedules, checkpoints, safetensors, metrics), data sets, tokenizers and batching, sequence
+// metrics, generation and decoding, and pictures. A header added to the library is added here.
 #pragma once
 
-#include <stag/autodiff/autodiff.hpp>
-#include <stag/autodiff/optimizer.hpp>
-#include <stag/graph/builder.hpp>
-#include <stag/graph/dot.hpp>
-#include <stag/graph/shape.hpp>
-#include <stag/graph/tensor.hpp>
-#include <stag/models/models.hpp>
-#include <stag/ops/registry.hpp>
-#include <stag/runtime/annotate.hpp>
+#include <stag/core.hpp>
+// Runtime.
 #include <stag/runtime/array.hpp>
 #include <stag/runtime/bind.hpp>
-#include <stag/runtime/checkpoint.hpp>
-#include <stag/runtime/curves.hpp>
-#include <stag/runtime/heatmap.hpp>
-#include <stag/runtime/metrics.hpp>
+#include <stag/runtime/gradcheck.hpp>
 #include <stag/runtime/params.hpp>
 #include <stag/runtime/reference.hpp>
-#include <stag/runtime/render.hpp>
-#include <stag/runtime/safetensors.hpp>
 #include <stag/runtime/sample_inputs.hpp>
-#include <stag/runtime/schedule.hpp>
 #include <stag/runtime/session.hpp>
+// Training.
+#include <stag/runtime/train/checkpoint.hpp>
+#include <stag/runtime/train/lr_schedule.hpp>
+#include <stag/runtime/train/metrics.hpp>
+#include <stag/runtime/train/safetensors.hpp>
+#include <stag/runtime/train/trainer.hpp>
+// Pictures.
+#include <stag/runtime/viz/annotate.hpp>
+#include <stag/runtime/viz/curves.hpp>
+#include <stag/runtime/viz/heatmap.hpp>
+#include <stag/runtime/viz/render.hpp>
+// Data sets, tokenizers, batching.
+#include <stag/models/data/batch.hpp>
+#include <stag/models/data/bpe_tokenizer.hpp>
+#include <stag/models/data/char_tokenizer.hpp>
+#include <stag/models/data/datasets.hpp>
+#include <stag/models/data/pairs.hpp>
+#include <stag/models/data/split.hpp>
+#include <stag/models/data/text.hpp>
+// Evaluation, generation and decoding.
+#include <stag/models/eval/seq_metrics.hpp>
+#include <stag/models/generate.hpp>
+#include <stag/models/generator.hpp>
+#include <stag/models/lm_presets.hpp>
+#include <stag/models/sampling.hpp>
+#include <stag/models/seq2seq_decode.hpp>

@@ -13,7 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include <stag/runtime/heatmap.hpp>
+#include <stag/runtime/viz/heatmap.hpp>
 #include <stag/runtime/sample_inputs.hpp>
 
 #include "cli_common.hpp"

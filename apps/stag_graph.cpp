@@ -10,7 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include <stag/runtime/annotate.hpp>
+#include <stag/runtime/viz/annotate.hpp>
 #include <stag/runtime/sample_inputs.hpp>
 
 #include "cli_common.hpp"

@@ -1,15 +1,15 @@
-// stag-plot: draws a training run's metrics log (JSON lines, runtime/metrics.hpp) as an SVG
+// stag-plot: draws a training run's metrics log (JSON lines, runtime/train/metrics.hpp) as an SVG
 // chart: loss per split, learning rate, throughput, and any other logged number asked for.
 //   stag-plot --metrics runs/x/metrics.jsonl -o runs/x/curves.svg --also accuracy
-// To draw a new logged quantity by default, see runtime/curves.hpp.
+// To draw a new logged quantity by default, see runtime/viz/curves.hpp.
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
-#include <stag/runtime/curves.hpp>
-#include <stag/runtime/heatmap.hpp>
+#include <stag/runtime/viz/curves.hpp>
+#include <stag/runtime/viz/heatmap.hpp>
 
 #include "cli_common.hpp"
 

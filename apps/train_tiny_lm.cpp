@@ -17,8 +17,8 @@
 #include <stag/models/data/text.hpp>
 #include <stag/models/lm_presets.hpp>
 #include <stag/ops/random.hpp>
-#include <stag/runtime/checkpoint.hpp>
-#include <stag/runtime/schedule.hpp>
+#include <stag/runtime/train/checkpoint.hpp>
+#include <stag/runtime/train/lr_schedule.hpp>
 #include <stag/runtime/session.hpp>
 
 namespace {

@@ -5,7 +5,7 @@ foreach(dir graph ops autodiff runtime models)
   install(DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/stag/${dir}
           FILES_MATCHING PATTERN "*.hpp" PATTERN "test_*" EXCLUDE)
 endforeach()
-install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/stag.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/stag)
+install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/stag.hpp ${CMAKE_CURRENT_SOURCE_DIR}/core.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/stag)
 
 install(TARGETS stag_graph stag EXPORT stagTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -1,13 +1,13 @@
 // DOT export of any stag graph (inference or training) for Graphviz: labelled nodes, clusters
 // per scope, backward and optimizer nodes set apart, and a collapsed view that draws repeated
-// blocks once. Rendering to SVG/PNG/PDF is runtime/render.hpp; to add a node style, extend
+// blocks once. Rendering to SVG/PNG/PDF is runtime/viz/render.hpp; to add a node style, extend
 // NodeKind in dot.cpp and the legend there.
 //
 // Why the op names come in through DotOps: graph/ knows nothing of ops/ (an op is only an
 // OpCode here), but a picture needs each op's name and label. Rather than move the exporter
 // out of graph/ (it needs nothing else from ops/, and graph passes should be drawable in
 // isolation), the caller passes the registry's lookup functions. stag::dot_options()
-// (runtime/render.hpp) fills them from ops/registry.hpp; without them nodes read "op#17".
+// (runtime/viz/render.hpp) fills them from ops/registry.hpp; without them nodes read "op#17".
 #pragma once
 
 #include <map>

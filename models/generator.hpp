@@ -16,7 +16,7 @@
 #include <stag/models/data/char_tokenizer.hpp>
 #include <stag/models/lm_presets.hpp>
 #include <stag/models/sampling.hpp>
-#include <stag/runtime/checkpoint.hpp>
+#include <stag/runtime/train/checkpoint.hpp>
 #include <stag/runtime/session.hpp>
 
 namespace stag {

@@ -47,7 +47,7 @@ struct PlanBuffer {
 
 class Plan {
  public:
-  Plan() = default;
+  Plan();  // out of line: Flow is complete only in runtime/cpu/execute.cpp
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
   ~Plan();
@@ -69,6 +69,8 @@ class Plan {
  private:
   friend std::unique_ptr<Plan> build_plan(const GraphView&, const Bindings&, const NamedArrays&,
                                           CpuContext&, const RunState&, const PlanOptions&);
+  // The TBB flow graph of Schedule::parallel (runtime/cpu/execute.cpp).
+  void build_flow(int threads);
   std::byte* arena_ = nullptr;
   struct Flow;
   std::unique_ptr<Flow> flow_;

@@ -1,7 +1,7 @@
 // The reference evaluator: binds symbols, then runs each node's reference kernel in order.
 #include <array>
 
-#include <stag/runtime/kernel_tables.hpp>
+#include <stag/runtime/cpu/kernel_tables.hpp>
 #include <stag/runtime/reference.hpp>
 
 namespace stag {

@@ -1,6 +1,6 @@
 // Defaults for the sanitizer build (STAG_SANITIZE): LeakSanitizer suppressions for leaks inside
 // Graphviz 2.42 and the font libraries under it. Measured by rendering one graph 1 and 20 times:
-// stag frees every object Graphviz hands it (runtime/render.cpp), but dot's cluster layout and
+// stag frees every object Graphviz hands it (runtime/viz/render.cpp), but dot's cluster layout and
 // its HTML-label parser leak per render, and fontconfig/pango keep process-wide caches. A leak of
 // ours (an unclosed graph, unfreed render data) is still reported. Compiles to nothing otherwise.
 #if defined(__SANITIZE_ADDRESS__)

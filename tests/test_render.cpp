@@ -1,4 +1,4 @@
-// Rendering through Graphviz's libraries (runtime/render.hpp): real SVG, PNG and PDF files,
+// Rendering through Graphviz's libraries (runtime/viz/render.hpp): real SVG, PNG and PDF files,
 // Graphviz's errors as stag::Error, and every example model drawn forward and for training.
 #include <unistd.h>
 

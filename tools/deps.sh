@@ -29,9 +29,18 @@ stag_install_debs() {
       exit 1
     fi
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
+    local log start
+    log=$(mktemp)
+    start=$(date +%s)
     # shellcheck disable=SC2086
-    apt-get install -y -qq --no-install-recommends $missing
+    if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing; } >"$log" 2>&1; then
+      tail -n 20 "$log" >&2
+      rm -f "$log"
+      echo "stag: apt-get could not install: $missing (is a Debian mirror reachable?)" >&2
+      exit 1
+    fi
+    rm -f "$log"
+    echo "stag: installed in $(($(date +%s) - start)) s"
   fi
 }
 
@@ -50,9 +59,12 @@ stag_configure_build() {
   # One line: which optional parts (CUDA, PyTorch) were found or skipped.
   grep -o 'stag optional parts: .*' "$log" || true
   rm -f "$log"
+  local start
+  start=$(date +%s)
   if [ $# -gt 0 ]; then
     cmake --build "$dir" -j"$(nproc)" --target "$@"
   else
     cmake --build "$dir" -j"$(nproc)"
   fi
+  echo "stag: build done in $(($(date +%s) - start)) s"
 }

@@ -5,10 +5,13 @@
 # ./run.sh inside it as root. Logs are copied out; ctest's summary and the run's accuracy lines are
 # printed; whatever was mounted is unmounted, also on failure or Ctrl-C.
 #
-# Usage: tools/fresh-machine.sh [--test] [--run] [--run-args "ARGS"] [--logs DIR] [--keep]
-#                               [--cache DIR] [--refresh]
-#   --test          run ./test.sh (the default when neither --test nor --run is given)
-#   --run           run ./run.sh (with --run-args, e.g. "lm --max-steps 50"); both may be given
+# Usage: tools/fresh-machine.sh [--test] [--run] [--run-args "ARGS"]... [--bench "ARGS"]
+#                               [--logs DIR] [--keep] [--cache DIR] [--refresh]
+#   --test          run ./test.sh (the default when nothing else is asked for)
+#   --run           run ./run.sh (the classifier)
+#   --run-args A    run ./run.sh A (e.g. "lm --max-steps 50"); may be repeated, each runs in turn
+#   --bench A       run ./bench.sh A (e.g. "--steps 2"); the commands run in the order test, run,
+#                   bench, all in the same root
 #   --logs DIR      where the logs go (default: out/fresh-machine/)
 #   --keep          keep the root afterwards (its path is printed) instead of deleting it
 #   --cache DIR     where the root's tarball is cached (default: $STAG_FRESH_CACHE or
@@ -20,8 +23,9 @@ set -euo pipefail
 
 STAG_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 do_test=0
-do_run=0
-run_args=
+runs=()
+bench=
+do_bench=0
 logs=$STAG_ROOT/out/fresh-machine
 keep=0
 cache=${STAG_FRESH_CACHE:-/var/cache/stag-fresh}
@@ -29,18 +33,19 @@ refresh=0
 while [ $# -gt 0 ]; do
   case $1 in
     --test) do_test=1 ;;
-    --run) do_run=1 ;;
-    --run-args) run_args=${2:?--run-args needs a value}; shift ;;
+    --run) runs+=("") ;;
+    --run-args) runs+=("${2:?--run-args needs a value}"); shift ;;
+    --bench) do_bench=1; bench=${2:?--bench needs a value (\"\" for the defaults)}; shift ;;
     --logs) logs=${2:?--logs needs a folder}; shift ;;
     --keep) keep=1 ;;
     --cache) cache=${2:?--cache needs a folder}; shift ;;
     --refresh) refresh=1 ;;
-    -h | --help) sed -n '2,18p' "$0" | cut -c3-; exit 0 ;;
+    -h | --help) sed -n '2,21p' "$0" | cut -c3-; exit 0 ;;
     *) echo "fresh-machine: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift
 done
-[ $do_test = 0 ] && [ $do_run = 0 ] && do_test=1
+[ $do_test = 0 ] && [ ${#runs[@]} = 0 ] && [ $do_bench = 0 ] && do_test=1
 
 say() { echo "fresh-machine: $*"; }
 die() { echo "fresh-machine: $*" >&2; exit 1; }
@@ -152,15 +157,27 @@ if [ $do_test = 1 ]; then
   summary+=("ctest: ${line:-no summary line (see $logs/test.log)}")
   [ "$rc" = 0 ] || status=1
 fi
-if [ $do_run = 1 ]; then
+for k in "${!runs[@]}"; do
+  args=${runs[k]}
+  log=$logs/run$([ "$k" = 0 ] || echo "-$k").log
   start=$(date +%s)
   set +e
-  in_root "cd /root/stag && ./run.sh $run_args" 2>&1 | tee "$logs/run.log"
+  in_root "cd /root/stag && ./run.sh $args" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   set -e
   t=$(($(date +%s) - start))
-  summary+=("./run.sh $run_args: exit $rc in ${t} s")
-  while IFS= read -r l; do summary+=("  $l"); done < <(grep -E 'accuracy|per:|wer:|loss' "$logs/run.log" | tail -n 8 || true)
+  summary+=("./run.sh${args:+ $args}: exit $rc in ${t} s (log: $log)")
+  while IFS= read -r l; do summary+=("  $l"); done < <(grep -E '^[a-z_]*(accuracy|per|wer|bpc|loss|chrf|cer):' "$log" | tail -n 12 || true)
+  [ "$rc" = 0 ] || status=1
+done
+if [ $do_bench = 1 ]; then
+  start=$(date +%s)
+  set +e
+  in_root "cd /root/stag && ./bench.sh $bench" 2>&1 | tee "$logs/bench.log"
+  rc=${PIPESTATUS[0]}
+  set -e
+  summary+=("./bench.sh${bench:+ $bench}: exit $rc in $(($(date +%s) - start)) s")
+  while IFS= read -r l; do summary+=("  $l"); done < <(grep -E '^bench\.[a-z]+\.(speedup_train|speedup_infer|train_step_ms|infer_ms):' "$logs/bench.log" | head -n 12 || true)
   [ "$rc" = 0 ] || status=1
 fi
 say "logs in $logs"

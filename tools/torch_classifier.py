@@ -188,7 +188,7 @@ def check(args, torch):
 
 
 def lr_at(run, step, total):
-    """runtime/schedule.cpp's schedules (steps count from 1)."""
+    """runtime/train/lr_schedule.cpp's schedules (steps count from 1)."""
     peak, warm, floor = run["lr"], run["warmup"], run["min_lr"]
     total = max(total, warm + 1)
     if run["schedule"] == "inverse_sqrt":

@@ -1,16 +1,16 @@
 // `stag-train classify`: the articles' text classifier on a labelled data set (default: the UCI
 // sentiment sentences), with a bag-of-words logistic-regression baseline on the same split.
-// Reports val_accuracy, test_accuracy and baseline_accuracy. Presets: apps/train/presets.hpp.
+// Reports val_accuracy, test_accuracy and baseline_accuracy. Presets: models/presets.hpp.
 #include <fstream>
 #include <memory>
 
 #include <stag/models/data/split.hpp>
+#include <stag/models/presets.hpp>
 #include <stag/ops/random.hpp>
 
 #include "bow.hpp"
 #include "common.hpp"
 #include "mlm.hpp"
-#include "presets.hpp"
 #include "tasks.hpp"
 #include "tokenizer.hpp"
 
@@ -179,9 +179,9 @@ std::string pretrain(const RunContext& ctx, const TextTokenizer& tok,
   Trainer t(training_graphs<mlm, kOptimizer>(),
             trainer_options(pctx, o.pretrain_steps, C.d_model, config.dump()));
   const std::vector<std::size_t> lengths = rows.train.lengths();
-  const data::BatchPlanOptions plan{.batch_size = static_cast<std::size_t>(o.batch_size),
-                                    .seed = o.seed ^ 0x707265747261696eULL};
-  const EpochPlans plan_of(lengths, plan);
+  const data::BatchingOptions plan{.batch_size = static_cast<std::size_t>(o.batch_size),
+                                   .seed = o.seed ^ 0x707265747261696eULL};
+  const EpochBatches plan_of(lengths, plan);
   const std::size_t vocab = tok.vocab_size();
   const DataSource source{[=](std::int64_t e) { return plan_of(e).size(); },
                           [=, &rows](std::int64_t e, std::size_t i) {
@@ -265,9 +265,9 @@ struct Classify {
 
     // Training batches: a seeded plan per epoch (bucketed by length), built once per epoch.
     const std::vector<std::size_t> lengths = train.lengths();
-    const data::BatchPlanOptions plan{
+    const data::BatchingOptions plan{
         .batch_size = static_cast<std::size_t>(o.batch_size), .bucket = o.bucket, .seed = o.seed};
-    const EpochPlans plan_of(lengths, plan);
+    const EpochBatches plan_of(lengths, plan);
     const DataSource source{[=](std::int64_t e) { return plan_of(e).size(); },
                             [=, &train](std::int64_t e, std::size_t i) {
                               const std::vector<std::size_t>& rows = plan_of(e)[i];
@@ -346,11 +346,11 @@ struct Classify {
 }  // namespace
 
 int run_classify(RunContext& ctx) {
-  if (ctx.opt.model == "base") return Classify<kClassifyBase>::run(ctx);
-  if (ctx.opt.model == "small") return Classify<kClassifySmall>::run(ctx);
-  if (ctx.opt.model == "pre") return Classify<kClassifyPre>::run(ctx);
-  if (ctx.opt.model == "pre2") return Classify<kClassifyPre2>::run(ctx);
-  throw Error("stag-train classify: no preset '" + ctx.opt.model + "' (pre, pre2, base, small)");
+  return with_preset<kClassifierPresets>(
+      ctx.opt.model, [&]<const ClassifierConfig & C>() { return Classify<C>::run(ctx); },
+      [&](const std::string& names) -> int {
+        throw Error("stag-train classify: no preset '" + ctx.opt.model + "' (" + names + ")");
+      });
 }
 
 }  // namespace stag::train_app

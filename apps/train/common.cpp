@@ -6,7 +6,7 @@
 
 #include <unistd.h>
 
-#include <stag/runtime/render.hpp>
+#include <stag/runtime/viz/render.hpp>
 
 #include "common.hpp"
 
@@ -25,11 +25,11 @@ RunContext make_context(Task task, const RunOptions& opt) {
   return ctx;
 }
 
-LrSchedule make_schedule(const RunOptions& o, std::int64_t total_steps, int d_model) {
+LrSchedule make_lr_schedule(const RunOptions& o, std::int64_t total_steps, int d_model) {
   const std::int64_t total = std::max<std::int64_t>(total_steps, o.warmup + 1);
-  if (o.schedule == "constant") return LrSchedule::constant(o.lr, o.warmup);
-  if (o.schedule == "linear") return LrSchedule::linear(o.lr, o.warmup, total, o.min_lr);
-  if (o.schedule == "cosine") return LrSchedule::cosine(o.lr, o.warmup, total, o.min_lr);
+  if (o.lr_schedule == "constant") return LrSchedule::constant(o.lr, o.warmup);
+  if (o.lr_schedule == "linear") return LrSchedule::linear(o.lr, o.warmup, total, o.min_lr);
+  if (o.lr_schedule == "cosine") return LrSchedule::cosine(o.lr, o.warmup, total, o.min_lr);
   // inverse_sqrt: --lr scales "Attention Is All You Need"'s rate (peak lr / sqrt(d_model *
   // warmup)).
   return LrSchedule::inverse_sqrt(d_model, std::max<std::int64_t>(o.warmup, 1), o.lr);
@@ -51,7 +51,7 @@ TrainerOptions trainer_options(const RunContext& ctx, std::int64_t total_steps, 
   TrainerOptions t;
   t.session.threads = o.threads;
   t.session.seed = o.seed;
-  t.lr = make_schedule(o, total_steps, d_model);
+  t.lr = make_lr_schedule(o, total_steps, d_model);
   t.optimizer = OptimizerSettings{.beta1 = o.beta1,
                                   .beta2 = o.beta2,
                                   .eps = o.eps,
@@ -166,37 +166,46 @@ std::vector<std::size_t> first_n(std::vector<std::size_t> rows, std::int64_t lim
 
 }  // namespace stag::train_app
 
-#include "presets.hpp"
+#include <stag/models/presets.hpp>
+
 #include "tasks.hpp"
 
 namespace stag::train_app {
 
+namespace {
+
+// Each preset's name, and its line with the config as JSON.
+template <class Table>
+std::vector<std::pair<std::string, std::string>> describe_presets(const Table& table) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& p : table)
+    out.emplace_back(std::string(p.name), std::string(p.what) + " " + to_json(*p.config).dump());
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::pair<std::string, std::string>> list_presets(Task task) {
   switch (task) {
     case Task::classify:
-      return {
-          {"pre", "the default: Pre-LN, dropout 0.3 " + to_json(kClassifyPre).dump()},
-          {"pre2", "two layers " + to_json(kClassifyPre2).dump()},
-          {"base", "the articles' classifier as configured there " + to_json(kClassifyBase).dump()},
-          {"small", "8 classes, for langid and zh " + to_json(kClassifySmall).dump()}};
+      return describe_presets(kClassifierPresets);
     case Task::lm:
-      return {{"small", "characters " + to_json(kLmSmall).dump()},
-              {"small-bpe", "BPE " + to_json(kLmSmallBpe).dump()}};
+      return describe_presets(kLmTrainPresets);
     case Task::g2p:
-      return {{"small", to_json(kG2pSmall).dump()}};
+      return describe_presets(kSeq2SeqPresets);
   }
   return {};
 }
 
-EpochPlans::EpochPlans(std::vector<std::size_t> lengths, data::BatchPlanOptions options)
+EpochBatches::EpochBatches(std::vector<std::size_t> lengths, data::BatchingOptions options)
     : s_(std::make_shared<State>()) {
   s_->lengths = std::move(lengths);
   s_->options = options;
 }
 
-const std::vector<std::vector<std::size_t>>& EpochPlans::operator()(std::int64_t epoch) const {
+const std::vector<std::vector<std::size_t>>& EpochBatches::operator()(std::int64_t epoch) const {
   if (s_->epoch != epoch) {
-    s_->plan = data::plan_batches(s_->lengths, s_->options, static_cast<std::uint64_t>(epoch));
+    s_->plan = data::make_batches(s_->lengths, s_->options, static_cast<std::uint64_t>(epoch));
     s_->epoch = epoch;
   }
   return s_->plan;

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <stag/models/data/batch.hpp>
-#include <stag/runtime/trainer.hpp>
+#include <stag/runtime/train/trainer.hpp>
 
 #include "options.hpp"
 #include "reflect.hpp"
@@ -45,7 +45,7 @@ nlohmann::ordered_json run_config(const RunContext& ctx, const Config& model_con
 }
 
 // The learning-rate schedule the flags describe, over `total_steps` steps.
-LrSchedule make_schedule(const RunOptions& o, std::int64_t total_steps, int d_model);
+LrSchedule make_lr_schedule(const RunOptions& o, std::int64_t total_steps, int d_model);
 // Trainer options from the flags: threads, seed, schedule, optimizer settings, metrics, progress.
 TrainerOptions trainer_options(const RunContext& ctx, std::int64_t total_steps, int d_model,
                                const std::string& config_json);
@@ -80,17 +80,17 @@ void print_throughput(const Trainer& t, std::initializer_list<EvalStats> evals);
 double majority_accuracy(const std::vector<std::int32_t>& train,
                          const std::vector<std::int32_t>& eval);
 
-// The batch plan of each epoch (data::plan_batches over `lengths`), made once per epoch and
+// The batch plan of each epoch (data::make_batches over `lengths`), made once per epoch and
 // shared by copies, so the two functions of a DataSource can each hold one.
-class EpochPlans {
+class EpochBatches {
  public:
-  EpochPlans(std::vector<std::size_t> lengths, data::BatchPlanOptions options);
+  EpochBatches(std::vector<std::size_t> lengths, data::BatchingOptions options);
   const std::vector<std::vector<std::size_t>>& operator()(std::int64_t epoch) const;
 
  private:
   struct State {
     std::vector<std::size_t> lengths;
-    data::BatchPlanOptions options;
+    data::BatchingOptions options;
     std::int64_t epoch = -1;
     std::vector<std::vector<std::size_t>> plan;
   };

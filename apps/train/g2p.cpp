@@ -1,16 +1,19 @@
 // `stag-train g2p`: the encoder-decoder Transformer from letters to phonemes on CMUdict (stress
 // marks stripped: 39 phonemes, as in the usual CMUdict G2P benchmark), split by word so that no
 // test word is seen in training. Greedy decoding recomputes the decoder on the prefix at each
-// step (words are short); reports phoneme and word error rates. Preset: kG2pSmall.
+// step (words are short; stag::greedy_decode_seq2seq); reports phoneme and word error rates.
+// Presets: kSeq2SeqPresets (models/presets.hpp).
 #include <algorithm>
 #include <chrono>
 #include <memory>
 
 #include <stag/models/data/split.hpp>
+#include <stag/models/presets.hpp>
+
+#include <stag/models/eval/seq_metrics.hpp>
+#include <stag/models/seq2seq_decode.hpp>
 
 #include "common.hpp"
-#include "presets.hpp"
-#include "seq_metrics.hpp"
 #include "tasks.hpp"
 
 namespace stag::train_app {
@@ -42,65 +45,6 @@ std::vector<Batch> eval_batches(const data::EncodedPairs& d, std::int64_t limit,
   for (std::size_t k = 0; k < rows.size(); k += 256)
     out.push_back(g2p_batch(
         d, std::span(rows).subspan(k, std::min<std::size_t>(256, rows.size() - k)), max_len));
-  return out;
-}
-
-// Greedy decoding of rows of `d`: at step t the decoder reads <bos> y1 .. y(t-1) and the argmax of
-// its last position over <eos> and the `used_ids` phoneme ids is y(t), until <eos> or `max_out`
-// phonemes.
-std::vector<std::vector<std::int32_t>> greedy_decode(Session& s, const data::EncodedPairs& d,
-                                                     const std::vector<std::size_t>& rows,
-                                                     std::int64_t max_len, std::int64_t used_ids) {
-  std::vector<std::vector<std::int32_t>> out;
-  for (std::size_t k = 0; k < rows.size(); k += 256) {
-    const std::span<const std::size_t> chunk(rows.data() + k,
-                                             std::min<std::size_t>(256, rows.size() - k));
-    const data::PaddedIds src = data::pad_batch(d.src, chunk, {.max_len = max_len});
-    const auto b = static_cast<std::int64_t>(chunk.size());
-    std::vector<std::vector<std::int32_t>> prefix(chunk.size(), {data::kBosId}),
-        result(chunk.size());
-    std::vector<char> done(chunk.size(), 0);
-    const std::int64_t max_out = src.ids.dim(1) + 6;
-    for (std::int64_t t = 1; t <= max_out; ++t) {
-      Array tin(DType::i32, {b, t}), keep(DType::boolean, {b, t}), tout(DType::i32, {b, t});
-      for (std::int64_t i = 0; i < b; ++i)
-        for (std::int64_t j = 0; j < t; ++j) {
-          tin.data<std::int32_t>()[i * t + j] =
-              prefix[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
-          keep.data<bool>()[i * t + j] = true;
-          tout.data<std::int32_t>()[i * t + j] = -100;  // no labels: the loss is not used
-        }
-      s.set_inputs({{"src", src.ids},
-                    {"src_keep", src.keep},
-                    {"tgt_in", tin},
-                    {"tgt_keep", keep},
-                    {"tgt_out", tout}});
-      s.run();
-      const Array logits = s.get("logits");  // [B, t, V]
-      const std::int64_t v = logits.dim(2);
-      bool all_done = true;
-      for (std::int64_t i = 0; i < b; ++i) {
-        const float* row = logits.data<float>() + (i * t + t - 1) * v;
-        // The preset's output layer has more ids than there are phonemes: the argmax is taken
-        // over <eos> and the phonemes only (an untrained model would otherwise emit unused ids).
-        std::int32_t next = data::kEosId;
-        for (std::int32_t c = data::kEosId + 1; c < std::min(v, used_ids); ++c)
-          if (row[c] > row[next]) next = c;
-        auto& r = result[static_cast<std::size_t>(i)];
-        char& finished = done[static_cast<std::size_t>(i)];
-        if (!finished) {
-          if (next == data::kEosId)
-            finished = 1;
-          else
-            r.push_back(next);
-        }
-        prefix[static_cast<std::size_t>(i)].push_back(next);
-        all_done = all_done && finished;
-      }
-      if (all_done) break;
-    }
-    out.insert(out.end(), result.begin(), result.end());
-  }
   return out;
 }
 
@@ -140,9 +84,9 @@ struct G2p {
                              test = data::encode_g2p(letters, phonemes, split.test);
 
     const std::vector<std::size_t> lengths = train->lengths();
-    const data::BatchPlanOptions plan{
+    const data::BatchingOptions plan{
         .batch_size = static_cast<std::size_t>(o.batch_size), .bucket = o.bucket, .seed = o.seed};
-    const EpochPlans plan_of(lengths, plan);
+    const EpochBatches plan_of(lengths, plan);
     const std::int64_t max_len = o.max_len;
     const DataSource source{
         [=](std::int64_t e) { return plan_of(e).size(); },
@@ -183,11 +127,14 @@ struct G2p {
     const auto decode = [&](const data::EncodedPairs& d, std::int64_t limit) {
       const std::vector<std::size_t> rows = all_rows(d.src.size(), limit);
       const auto t0 = std::chrono::steady_clock::now();
-      const auto pred = greedy_decode(trainer.eval_session(), d, rows, max_len,
-                                      static_cast<std::int64_t>(phonemes.size()));
+      // The preset's output layer has more ids than there are phonemes: decode over <eos> and
+      // the phonemes only (an untrained model would otherwise emit unused ids).
+      const auto pred = greedy_decode_seq2seq(
+          trainer.eval_session(), d.src, rows,
+          {.max_src_len = max_len, .vocab_limit = static_cast<std::int32_t>(phonemes.size())});
       const double secs =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      return std::pair{error_rates(pred, data::gather(d.tgt, rows)), std::pair{pred, secs}};
+      return std::pair{eval::error_rates(pred, data::gather(d.tgt, rows)), std::pair{pred, secs}};
     };
     const auto [val_rates, val_pred] = decode(val, o.test_limit > 0 ? o.test_limit : o.eval_limit);
     const auto [test_rates, test_pred] = decode(test, o.test_limit);
@@ -219,8 +166,11 @@ struct G2p {
 }  // namespace
 
 int run_g2p(RunContext& ctx) {
-  if (ctx.opt.model == "small") return G2p<kG2pSmall>::run(ctx);
-  throw Error("stag-train g2p: no preset '" + ctx.opt.model + "' (small)");
+  return with_preset<kSeq2SeqPresets>(
+      ctx.opt.model, [&]<const TransformerConfig & C>() { return G2p<C>::run(ctx); },
+      [&](const std::string& names) -> int {
+        throw Error("stag-train g2p: no preset '" + ctx.opt.model + "' (" + names + ")");
+      });
 }
 
 }  // namespace stag::train_app

@@ -1,14 +1,15 @@
 // `stag-train lm`: the minimind-style language model on English fortunes (or the Python docs),
 // character-level or BPE, in windows of --max-len tokens. Reports bits per character on the
-// validation and test splits next to a character unigram model's. Presets: kLmSmall (characters),
-// kLmSmallBpe.
+// validation and test splits next to a character unigram model's. Presets: kLmTrainPresets
+// (models/presets.hpp).
 #include <memory>
 
 #include <stag/models/data/split.hpp>
+#include <stag/models/presets.hpp>
+
+#include <stag/models/eval/seq_metrics.hpp>
 
 #include "common.hpp"
-#include "presets.hpp"
-#include "seq_metrics.hpp"
 #include "tasks.hpp"
 #include "tokenizer.hpp"
 
@@ -76,17 +77,18 @@ struct Lm {
                bs = static_cast<std::size_t>(o.batch_size);
 
     const auto seed = o.seed;
-    const DataSource source{
-        [=](std::int64_t e) {
-          return data::plan_lm_windows(train->size(), seq, bs, seed, static_cast<std::uint64_t>(e))
-              .size();
-        },
-        [=](std::int64_t e, std::size_t i) {
-          // NOTE: the plan is cheap (a shuffle of window starts) and is rebuilt per batch.
-          const auto plan =
-              data::plan_lm_windows(train->size(), seq, bs, seed, static_cast<std::uint64_t>(e));
-          return lm_batch(*train, plan[i], seq);
-        }};
+    const DataSource source{[=](std::int64_t e) {
+                              return data::lm_window_batches(train->size(), seq, bs, seed,
+                                                             static_cast<std::uint64_t>(e))
+                                  .size();
+                            },
+                            [=](std::int64_t e, std::size_t i) {
+                              // NOTE: the plan is cheap (a shuffle of window starts) and is rebuilt
+                              // per batch.
+                              const auto plan = data::lm_window_batches(
+                                  train->size(), seq, bs, seed, static_cast<std::uint64_t>(e));
+                              return lm_batch(*train, plan[i], seq);
+                            }};
     const std::int64_t total = planned_steps(o, source.num_batches(0));
     Trainer trainer(training_graphs<net, kOptimizer>(),
                     trainer_options(ctx, total, C.d_model, config.dump()));
@@ -125,7 +127,8 @@ struct Lm {
                     ts = trainer.evaluate(full_test.batches);
     print_result("val_bpc", vs.bits_per_char(full_val.chars));
     print_result("test_bpc", ts.bits_per_char(full_test.chars));
-    print_result("unigram_bpc", unigram_bits_per_char(split.train.documents, split.test.documents));
+    print_result("unigram_bpc",
+                 eval::unigram_bits_per_char(split.train.documents, split.test.documents));
     print_result("val_loss", vs.loss);
     print_result("val_token_perplexity", vs.perplexity());
     print_result("val_token_accuracy", vs.accuracy);
@@ -142,15 +145,15 @@ struct Lm {
 }  // namespace
 
 int run_lm(RunContext& ctx) {
-  if (ctx.opt.model == "small") {
-    if (ctx.opt.tokenizer != "char" && ctx.opt.resume.empty())
-      throw Error(
-          "stag-train lm: preset 'small' has a 256-id vocabulary for characters; use --model "
-          "small-bpe for --tokenizer bpe");
-    return Lm<kLmSmall>::run(ctx);
-  }
-  if (ctx.opt.model == "small-bpe") return Lm<kLmSmallBpe>::run(ctx);
-  throw Error("stag-train lm: no preset '" + ctx.opt.model + "' (small, small-bpe)");
+  if (ctx.opt.model == "small" && ctx.opt.tokenizer != "char" && ctx.opt.resume.empty())
+    throw Error(
+        "stag-train lm: preset 'small' has a 256-id vocabulary for characters; use --model "
+        "small-bpe for --tokenizer bpe");
+  return with_preset<kLmTrainPresets>(
+      ctx.opt.model, [&]<const LmConfig & C>() { return Lm<C>::run(ctx); },
+      [&](const std::string& names) -> int {
+        throw Error("stag-train lm: no preset '" + ctx.opt.model + "' (" + names + ")");
+      });
 }
 
 }  // namespace stag::train_app

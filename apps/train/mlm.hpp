@@ -5,7 +5,7 @@
 #include <span>
 
 #include <stag/models/data/batch.hpp>
-#include <stag/runtime/trainer.hpp>
+#include <stag/runtime/train/trainer.hpp>
 
 namespace stag::train_app {
 

@@ -28,7 +28,7 @@ RunOptions defaults_for(Task task) {
   o.limit = 0;
   o.max_steps = 0;
   o.accumulation = 1;
-  o.schedule = "cosine";
+  o.lr_schedule = "cosine";
   o.min_lr = 0;
   o.beta1 = 0.9;
   o.beta2 = 0.999;
@@ -111,7 +111,7 @@ const char* help_for(const std::string& field) {
       {"batch_size", "Examples (LM: windows) per micro-batch"},
       {"accumulation", "Micro-batches per optimizer step (gradient accumulation)"},
       {"lr", "Peak learning rate"},
-      {"schedule", "Learning-rate schedule: constant, linear, cosine, inverse_sqrt"},
+      {"lr_schedule", "Learning-rate schedule: constant, linear, cosine, inverse_sqrt"},
       {"warmup", "Steps of linear warmup"},
       {"min_lr", "Final learning rate of the linear and cosine schedules"},
       {"beta1", "AdamW beta1"},
@@ -191,7 +191,7 @@ void validate(const RunOptions& o, Task task) {
     one_of("tokenizer", o.tokenizer, {"char", "bpe", "word"});
   else
     one_of("tokenizer", o.tokenizer, {"char", "bpe"});
-  one_of("schedule", o.schedule, {"constant", "linear", "cosine", "inverse_sqrt"});
+  one_of("lr-schedule", o.lr_schedule, {"constant", "linear", "cosine", "inverse_sqrt"});
   one_of("progress", o.progress, {"auto", "terminal", "plain", "off"});
   if (o.max_len < 2) fail("max-len", "must be at least 2");
   if (o.batch_size < 1) fail("batch-size", "must be positive");

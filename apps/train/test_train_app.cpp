@@ -7,15 +7,14 @@
 #include <catch2/catch.hpp>
 
 #include <stag/models/data/batch.hpp>
+#include <stag/models/presets.hpp>
 #include <stag/ops/random.hpp>
-#include <stag/runtime/trainer.hpp>
+#include <stag/runtime/train/trainer.hpp>
 
 #include "bow.hpp"
 #include "mlm.hpp"
 #include "options.hpp"
-#include "presets.hpp"
 #include "reflect.hpp"
-#include "seq_metrics.hpp"
 #include "tokenizer.hpp"
 
 namespace {
@@ -185,37 +184,17 @@ TEST_CASE("the bag-of-words baseline separates words that decide the label", "[t
   CHECK(r.test_accuracy == 1.0);
 }
 
-TEST_CASE("edit distance and error rates", "[train_app]") {
-  CHECK(edit_distance({1, 2, 3}, {1, 2, 3}) == 0);
-  CHECK(edit_distance({1, 2, 3}, {1, 3}) == 1);        // one deletion
-  CHECK(edit_distance({1, 2, 3}, {4, 1, 2, 5}) == 2);  // an insertion and a substitution
-  CHECK(edit_distance({}, {7, 8}) == 2);
-  // Two words: one right (3 phonemes), one with 1 edit against 2 reference phonemes.
-  const ErrorRates e = error_rates({{1, 2, 3}, {4}}, {{1, 2, 3}, {4, 5}});
-  CHECK(e.per == Approx(1.0 / 5.0));
-  CHECK(e.wer == Approx(0.5));
-}
-
-TEST_CASE("the unigram baseline's bits per character", "[train_app]") {
-  // Train "ab" + end: counts a 1, b 1, end 1 (total 3). Alphabet {a, b, end} plus one unseen: 4.
-  // Eval "a" + end: p(a) = 2/7, p(end) = 2/7.
-  CHECK(unigram_bits_per_char({"ab"}, {"a"}) == Approx(-std::log2(2.0 / 7.0)));
-  // An unseen character gets 1 / (3 + 5) (the alphabet grows by 'c').
-  CHECK(unigram_bits_per_char({"ab"}, {"c"}) ==
-        Approx((-std::log2(1.0 / 8.0) - std::log2(2.0 / 8.0)) / 2));
-}
-
 TEST_CASE("run options reflect into flags and JSON and back", "[train_app]") {
   RunOptions o = defaults_for(Task::classify);
   CLI::App app;
   add_flags(app, o, &help_for);
-  const char* argv[] = {"x",   "--batch-size", "7",          "--lr",
-                        "0.5", "--no-bucket",  "--schedule", "linear"};
+  const char* argv[] = {"x",           "--batch-size",  "7",     "--lr", "0.5",
+                        "--no-bucket", "--lr-schedule", "linear"};
   app.parse(8, const_cast<char**>(argv));
   CHECK(o.batch_size == 7);
   CHECK(o.lr == 0.5);
   CHECK_FALSE(o.bucket);
-  CHECK(o.schedule == "linear");
+  CHECK(o.lr_schedule == "linear");
   const nlohmann::ordered_json j = to_json(o);
   CHECK(j.at("batch_size") == 7);
   CHECK(j.begin().key() == "data");  // declaration order

@@ -27,8 +27,8 @@ set_tests_properties(stag_train.lm PROPERTIES PASS_REGULAR_EXPRESSION "val_bpc: 
 add_test(NAME stag_train.g2p COMMAND stag-train g2p ${quick} --limit 400 --max-steps 5 --batch-size 16
          --eval-limit 40 --test-limit 200 --out ${smoke}/g2p)
 set_tests_properties(stag_train.g2p PROPERTIES PASS_REGULAR_EXPRESSION "test_per: .*test_wer: ")
-add_test(NAME stag_train.bad_flag COMMAND stag-train --schedule wavy)
-set_tests_properties(stag_train.bad_flag PROPERTIES PASS_REGULAR_EXPRESSION "--schedule: 'wavy' is not one of")
+add_test(NAME stag_train.bad_flag COMMAND stag-train --lr-schedule wavy)
+set_tests_properties(stag_train.bad_flag PROPERTIES PASS_REGULAR_EXPRESSION "--lr-schedule: 'wavy' is not one of")
 set_tests_properties(stag_train.classify stag_train.classify_resume stag_train.classify_eval_only stag_train.lm
   stag_train.g2p stag_train.bad_flag PROPERTIES LABELS unit ENVIRONMENT "OMP_WAIT_POLICY=passive" SKIP_RETURN_CODE 77)
 

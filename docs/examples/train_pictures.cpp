@@ -33,14 +33,15 @@ const std::vector<std::string> kWords = {"<pad>",  "the", "a",     "movie", "fil
                                          "bad",    "not", "story", "music"};
 constexpr int kGood = 11, kBad = 12, kNot = 13, kLen = 12;
 
-struct Batch {
+struct Sentences {
   Array ids, keep, label;
 };
 
 // Sentences of 5..12 words with one "good" or "bad" and, half of the time, a "not" somewhere
 // before it. Label 1 (positive) for "good" or "not ... bad".
-Batch make_batch(int n, std::mt19937& rng) {
-  Batch b{Array(DType::i32, {n, kLen}), Array(DType::boolean, {n, kLen}), Array(DType::i32, {n})};
+Sentences make_batch(int n, std::mt19937& rng) {
+  Sentences b{Array(DType::i32, {n, kLen}), Array(DType::boolean, {n, kLen}),
+              Array(DType::i32, {n})};
   std::uniform_int_distribution<int> len(5, kLen), filler(1, 10), extra(14, 15), coin(0, 1);
   for (int r = 0; r < n; ++r) {
     const int l = len(rng);
@@ -63,7 +64,7 @@ Batch make_batch(int n, std::mt19937& rng) {
 int main(int argc, char** argv) {
   const std::string dir = argc > 1 ? argv[1] : ".";
   std::mt19937 rng(7);
-  const Batch valid = make_batch(256, rng);
+  const Sentences valid = make_batch(256, rng);
   const int steps = 300, batch = 32;
   const LrSchedule lr = LrSchedule::cosine(3e-3, 30, steps, 3e-4);
 
@@ -72,7 +73,7 @@ int main(int argc, char** argv) {
   MetricsLog log(dir + "/metrics.jsonl", false);
   double last_accuracy = 0;
   for (int i = 1; i <= steps; ++i) {
-    const Batch b = make_batch(batch, rng);
+    const Sentences b = make_batch(batch, rng);
     trainer.set_inputs({{"ids", b.ids}, {"keep", b.keep}, {"label", b.label}});
     trainer.set_input("lr", Array::from<float>({}, {static_cast<float>(lr.at(i))}));
     trainer.set_input("step", Array::from<float>({}, {static_cast<float>(i)}));

@@ -7,7 +7,7 @@
 #include <stag/models/data/batch.hpp>
 #include <stag/models/data/bpe_tokenizer.hpp>
 #include <stag/models/data/split.hpp>
-#include <stag/runtime/trainer.hpp>
+#include <stag/runtime/train/trainer.hpp>
 
 #include "doc_tools.hpp"
 
@@ -47,7 +47,7 @@ int main() {
   const data::EncodedTexts val = data::encode_texts(bpe, split.val);
   const data::PadOptions pad{.max_len = kConfig.max_len};  // longer texts are cut: 64 positions
   std::vector<Batch> val_batches;
-  for (const auto& rows : data::plan_batches(val.lengths(), {.batch_size = 100, .shuffle = false}))
+  for (const auto& rows : data::make_batches(val.lengths(), {.batch_size = 100, .shuffle = false}))
     val_batches.push_back({data::make_class_batch(val, rows, pad).inputs()});
   // snippet-end: data
 
@@ -57,7 +57,7 @@ int main() {
                                                    .lr = LrSchedule::cosine(1e-3, 30, steps)});
   for (std::int64_t epoch = 0; epoch < epochs; ++epoch) {
     for (const auto& rows :
-         data::plan_batches(train.lengths(), {.batch_size = 32, .seed = 1}, epoch))
+         data::make_batches(train.lengths(), {.batch_size = 32, .seed = 1}, epoch))
       trainer.step(data::make_class_batch(train, rows, pad).inputs());  // forward, backward, AdamW
     const EvalStats v = trainer.evaluate(val_batches);                  // dropout off, same weights
     std::printf("epoch %lld: validation loss %.4f, accuracy %.3f\n",

@@ -34,9 +34,13 @@ PaddedIds pad_batch(const std::vector<std::vector<std::int32_t>>& seqs,
     throw Error("stag::data: pad_batch: max_len " + std::to_string(pad.max_len) + " is negative");
   if (pad.pad_to_max && pad.max_len == 0)
     throw Error("stag::data: pad_batch: pad_to_max needs max_len > 0");
+  if (pad.multiple_of < 1)
+    throw Error("stag::data: pad_batch: multiple_of " + std::to_string(pad.multiple_of) +
+                " must be at least 1");
   std::size_t longest = 0;
   for (std::size_t r : rows) longest = std::max(longest, seqs[r].size());
-  std::size_t s = longest;
+  const auto m = static_cast<std::size_t>(pad.multiple_of);
+  std::size_t s = (longest + m - 1) / m * m;
   if (pad.max_len > 0)
     s = pad.pad_to_max ? static_cast<std::size_t>(pad.max_len)
                        : std::min(s, static_cast<std::size_t>(pad.max_len));
@@ -60,9 +64,9 @@ PaddedIds pad_batch(const std::vector<std::vector<std::int32_t>>& seqs,
   return out;
 }
 
-std::vector<std::vector<std::size_t>> plan_batches(std::span<const std::size_t> lengths,
-                                                   const BatchPlanOptions& o, std::uint64_t epoch) {
-  if (o.batch_size == 0) throw Error("stag::data: plan_batches: batch_size must be positive");
+std::vector<std::vector<std::size_t>> make_batches(std::span<const std::size_t> lengths,
+                                                   const BatchingOptions& o, std::uint64_t epoch) {
+  if (o.batch_size == 0) throw Error("stag::data: make_batches: batch_size must be positive");
   std::vector<std::size_t> order(lengths.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   if (o.shuffle) shuffle_in_place(order, o.seed, epoch);
@@ -192,11 +196,11 @@ Seq2SeqBatch make_seq2seq_batch(const EncodedPairs& data, std::span<const std::s
           std::move(out.keep), std::vector<std::size_t>(rows.begin(), rows.end())};
 }
 
-std::vector<std::vector<std::size_t>> plan_lm_windows(std::size_t stream_size, std::size_t seq_len,
-                                                      std::size_t batch_size, std::uint64_t seed,
-                                                      std::uint64_t epoch) {
+std::vector<std::vector<std::size_t>> lm_window_batches(std::size_t stream_size,
+                                                        std::size_t seq_len, std::size_t batch_size,
+                                                        std::uint64_t seed, std::uint64_t epoch) {
   if (seq_len == 0 || batch_size == 0)
-    throw Error("stag::data: plan_lm_windows: seq_len and batch_size must be positive");
+    throw Error("stag::data: lm_window_batches: seq_len and batch_size must be positive");
   const std::size_t windows = stream_size > seq_len ? (stream_size - 1) / seq_len : 0;
   std::vector<std::size_t> order = shuffled_indices(windows, seed, epoch);
   std::vector<std::vector<std::size_t>> batches;

@@ -20,6 +20,9 @@ namespace stag::data {
 struct PadOptions {
   std::int64_t max_len = 0;  // 0: no limit; otherwise longer sequences are cut to max_len
   bool pad_to_max = false;   // S = max_len always (a fixed shape); else S = longest row (capped)
+  // S is rounded up to a multiple of this (then capped at max_len), so that batches of varying
+  // length take a few shapes, and so a few plans (a Session plans once per shape).
+  std::int64_t multiple_of = 1;
 };
 
 struct PaddedIds {
@@ -28,11 +31,11 @@ struct PaddedIds {
   std::size_t truncated = 0;  // rows cut to max_len
 };
 // Pads (and truncates) `seqs[rows[b]]` into row b. Throws stag::Error on an empty `rows`, on
-// pad_to_max without max_len, or on a row index out of range.
+// pad_to_max without max_len, on multiple_of < 1, or on a row index out of range.
 PaddedIds pad_batch(const std::vector<std::vector<std::int32_t>>& seqs,
                     std::span<const std::size_t> rows, const PadOptions& pad = {});
 
-struct BatchPlanOptions {
+struct BatchingOptions {
   std::size_t batch_size = 32;
   bool shuffle = true;           // a new order each epoch, from (seed, epoch)
   bool bucket = false;           // group rows of similar length (less padding)
@@ -44,8 +47,8 @@ struct BatchPlanOptions {
 // in a dropped last batch). With bucketing, rows are shuffled, each pool is sorted by length
 // and cut into batches, and the batches are shuffled again, so batches vary across epochs but
 // hold rows of similar length.
-std::vector<std::vector<std::size_t>> plan_batches(std::span<const std::size_t> lengths,
-                                                   const BatchPlanOptions& options,
+std::vector<std::vector<std::size_t>> make_batches(std::span<const std::size_t> lengths,
+                                                   const BatchingOptions& options,
                                                    std::uint64_t epoch = 0);
 
 // --- Classification -------------------------------------------------------------------------
@@ -142,9 +145,10 @@ struct LmBatch {
 };
 // Window starts 0, S, 2S, ... (each window reads S + 1 tokens), in a seeded order per epoch,
 // grouped into batches of `batch_size` (the last partial batch is dropped: LM shapes stay fixed).
-std::vector<std::vector<std::size_t>> plan_lm_windows(std::size_t stream_size, std::size_t seq_len,
-                                                      std::size_t batch_size, std::uint64_t seed,
-                                                      std::uint64_t epoch = 0);
+std::vector<std::vector<std::size_t>> lm_window_batches(std::size_t stream_size,
+                                                        std::size_t seq_len, std::size_t batch_size,
+                                                        std::uint64_t seed,
+                                                        std::uint64_t epoch = 0);
 LmBatch make_lm_batch(const std::vector<std::int32_t>& stream, std::span<const std::size_t> starts,
                       std::size_t seq_len);
 

@@ -146,20 +146,45 @@ TEST_CASE("pad_batch pads with 0, masks real tokens and truncates when asked", "
                     Catch::Contains("pad_to_max needs max_len > 0"));
 }
 
-TEST_CASE("plan_batches covers every row once; bucketing cuts padding; seeds fix the order",
+TEST_CASE("pad_batch rounds the length up to a multiple, capped at max_len", "[data][batch]") {
+  const std::vector<Ids> seqs = {{5, 6, 7}, {8}, {1, 2, 3, 4, 5, 6, 7, 8, 9}};
+  const Rows first_two = {0, 1}, all = {0, 1, 2};
+  PaddedIds p = pad_batch(seqs, first_two, {.multiple_of = 4});
+  CHECK(p.ids.dims() == std::vector<std::int64_t>{2, 4});
+  CHECK(values(p.ids) == as_doubles({5, 6, 7, 0, 8, 0, 0, 0}));
+  CHECK(values(p.keep) == as_doubles({1, 1, 1, 0, 1, 0, 0, 0}));
+  // A length that is already a multiple stays.
+  p = pad_batch(seqs, first_two, {.multiple_of = 3});
+  CHECK(p.ids.dims() == std::vector<std::int64_t>{2, 3});
+  // 9 rounds up to 12, then max_len 10 caps it (and nothing is cut).
+  p = pad_batch(seqs, all, {.max_len = 10, .multiple_of = 4});
+  CHECK(p.ids.dims() == std::vector<std::int64_t>{3, 10});
+  CHECK(p.truncated == 0);
+  // Only 4 distinct lengths over 1..16 with multiple_of 4.
+  std::set<std::int64_t> lengths;
+  for (std::size_t n = 1; n <= 16; ++n) {
+    const std::vector<Ids> one = {Ids(n, 3)};
+    lengths.insert(pad_batch(one, Rows{0}, {.multiple_of = 4}).ids.dim(1));
+  }
+  CHECK(lengths == std::set<std::int64_t>{4, 8, 12, 16});
+  CHECK_THROWS_WITH(pad_batch(seqs, all, {.multiple_of = 0}),
+                    Catch::Contains("multiple_of 0 must be at least 1"));
+}
+
+TEST_CASE("make_batches covers every row once; bucketing cuts padding; seeds fix the order",
           "[data][batch]") {
   std::vector<std::size_t> lengths(103);
   for (std::size_t i = 0; i < lengths.size(); ++i)
     lengths[i] = 1 + stag::random::bits(5, 0, 0, i) % 60;
-  BatchPlanOptions o;
+  BatchingOptions o;
   o.batch_size = 10;
   o.shuffle = false;
-  auto plan = plan_batches(lengths, o);
+  auto plan = make_batches(lengths, o);
   REQUIRE(plan.size() == 11);
   CHECK(plan[0] == iota(10));
   CHECK(plan[10] == Rows{100, 101, 102});
   o.drop_last = true;
-  CHECK(plan_batches(lengths, o).size() == 10);
+  CHECK(make_batches(lengths, o).size() == 10);
   o.drop_last = false;
   const auto padded_cells = [&](const std::vector<Rows>& batches) {
     std::size_t cells = 0;
@@ -175,25 +200,25 @@ TEST_CASE("plan_batches covers every row once; bucketing cuts padding; seeds fix
     o.bucket = bucket;
     o.bucket_pool = 4;
     o.seed = 9;
-    plan = plan_batches(lengths, o, 2);
+    plan = make_batches(lengths, o, 2);
     Rows all;
     for (std::size_t k = 0; k < plan.size(); ++k) {
       CHECK(plan[k].size() == (k + 1 < plan.size() ? 10u : 3u));  // only the last batch is short
       all.insert(all.end(), plan[k].begin(), plan[k].end());
     }
     CHECK(sorted(all) == iota(lengths.size()));
-    CHECK(plan_batches(lengths, o, 2) == plan);
-    CHECK(plan_batches(lengths, o, 3) != plan);
+    CHECK(make_batches(lengths, o, 2) == plan);
+    CHECK(make_batches(lengths, o, 3) != plan);
   }
   o.bucket = false;
   o.bucket_pool = 20;
-  const std::size_t plain = padded_cells(plan_batches(lengths, o));
+  const std::size_t plain = padded_cells(make_batches(lengths, o));
   o.bucket = true;
-  const std::size_t bucketed = padded_cells(plan_batches(lengths, o));
+  const std::size_t bucketed = padded_cells(make_batches(lengths, o));
   INFO("padded cells: " << plain << " without bucketing, " << bucketed << " with");
   CHECK(bucketed < plain * 3 / 4);
   o.batch_size = 0;
-  CHECK_THROWS_WITH(plan_batches(lengths, o), Catch::Contains("batch_size must be positive"));
+  CHECK_THROWS_WITH(make_batches(lengths, o), Catch::Contains("batch_size must be positive"));
 }
 
 TEST_CASE("classification batches carry ids, keep and labels under the graph's input names",
@@ -249,7 +274,7 @@ TEST_CASE("LM windows read S + 1 tokens; targets are the next tokens", "[data][b
   CHECK(encode_corpus(tok, c) == Ids{5, 4, kEosId, 4, kEosId});
   Ids stream(21);
   for (int i = 0; i < 21; ++i) stream[static_cast<std::size_t>(i)] = i;
-  const auto plan = plan_lm_windows(stream.size(), 4, 2, 1);
+  const auto plan = lm_window_batches(stream.size(), 4, 2, 1);
   REQUIRE(plan.size() == 2);  // 5 windows (starts 0, 4, .., 16), the fifth dropped
   Rows starts;
   for (const auto& b : plan) starts.insert(starts.end(), b.begin(), b.end());

@@ -4,6 +4,7 @@
 // subgradient up to scale: a known kink that gradcheck avoids with distinct values).
 #pragma once
 
+#include <stag/ops/binary/binary.hpp>
 #include <stag/ops/cast/cast.hpp>
 #include <stag/ops/compare/compare.hpp>
 #include <stag/ops/expand/expand.hpp>

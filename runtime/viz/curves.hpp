@@ -1,4 +1,4 @@
-// Training curves as SVG from a metrics log (runtime/metrics.hpp's JSON lines): loss per split
+// Training curves as SVG from a metrics log (runtime/train/metrics.hpp's JSON lines): loss per split
 // (train raw and smoothed, validation), learning rate, throughput, and any other logged number,
 // one panel each over a shared step axis. Written directly, without a plotting library
 // (docs/pictures.md says why). To draw another quantity by default, add it to default_panels.
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include <stag/runtime/metrics.hpp>
+#include <stag/runtime/train/metrics.hpp>
 
 namespace stag {
 

@@ -1,4 +1,4 @@
-// Training curves (runtime/curves.hpp) from synthetic metrics: the SVG parses, has the panels
+// Training curves (runtime/viz/curves.hpp) from synthetic metrics: the SVG parses, has the panels
 // and series the records call for, and its points map back (through the panel's plot area and
 // axis domains) to the values given, computed here by the same formulas that made them.
 #include <cmath>

@@ -7,7 +7,7 @@
 #include <optional>
 #include <set>
 
-#include <stag/runtime/trainer.hpp>
+#include <stag/runtime/train/trainer.hpp>
 
 namespace stag {
 namespace {

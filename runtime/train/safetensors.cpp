@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <stag/runtime/safetensors.hpp>
+#include <stag/runtime/train/safetensors.hpp>
 
 namespace stag {
 namespace {

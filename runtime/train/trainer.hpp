@@ -15,9 +15,9 @@
 #include <vector>
 
 #include <stag/autodiff/optimizer.hpp>
-#include <stag/runtime/checkpoint.hpp>
-#include <stag/runtime/metrics.hpp>
-#include <stag/runtime/schedule.hpp>
+#include <stag/runtime/train/checkpoint.hpp>
+#include <stag/runtime/train/metrics.hpp>
+#include <stag/runtime/train/lr_schedule.hpp>
 #include <stag/runtime/session.hpp>
 
 namespace stag {

@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include <stag/models/data/batch.hpp>
-#include <stag/runtime/trainer.hpp>
+#include <stag/runtime/train/trainer.hpp>
 
 #include "harness.hpp"
 #include "test_files.hpp"
@@ -57,12 +57,12 @@ Batch batch_of(const data::EncodedTexts& d, std::vector<std::size_t> rows) {
 DataSource source_of(const data::EncodedTexts& d, std::size_t batch_size, std::uint64_t seed) {
   const std::vector<std::size_t> lengths = d.lengths();
   return {[=](std::int64_t e) {
-            return data::plan_batches(lengths, {.batch_size = batch_size, .seed = seed},
+            return data::make_batches(lengths, {.batch_size = batch_size, .seed = seed},
                                       static_cast<std::uint64_t>(e))
                 .size();
           },
           [=, &d](std::int64_t e, std::size_t i) {
-            const auto plan = data::plan_batches(lengths, {.batch_size = batch_size, .seed = seed},
+            const auto plan = data::make_batches(lengths, {.batch_size = batch_size, .seed = seed},
                                                  static_cast<std::uint64_t>(e));
             return batch_of(d, plan[i]);
           }};

@@ -7,7 +7,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include <stag/runtime/metrics.hpp>
+#include <stag/runtime/train/metrics.hpp>
 
 namespace stag {
 namespace {

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include <stag/runtime/safetensors.hpp>
+#include <stag/runtime/train/safetensors.hpp>
 
 namespace stag {
 

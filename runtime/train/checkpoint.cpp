@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <stag/runtime/checkpoint.hpp>
+#include <stag/runtime/train/checkpoint.hpp>
 #include <stag/runtime/session.hpp>
 
 namespace stag {

@@ -1,4 +1,4 @@
-// Runtime annotations for graph pictures (runtime/annotate.hpp), generated inputs
+// Runtime annotations for graph pictures (runtime/viz/annotate.hpp), generated inputs
 // (runtime/sample_inputs.hpp) and draw_model_svg: each annotation line is checked against the
 // session's plan and profile, and the generated inputs against the model's tables.
 #include <algorithm>

@@ -1,9 +1,9 @@
-// Attention heatmaps (runtime/heatmap.hpp): the SVG parses as XML, has one panel per head and
+// Attention heatmaps (runtime/viz/heatmap.hpp): the SVG parses as XML, has one panel per head and
 // q*k cells per panel in row-major order, colours follow ColorBrewer's Blues (values written
 // here from the published scale), and a real classifier run draws padded keys in the zero colour.
 #include <cstdio>
 
-#include <stag/runtime/svg.hpp>
+#include <stag/runtime/viz/svg.hpp>
 
 #include "harness.hpp"
 #include "svg_parse.hpp"

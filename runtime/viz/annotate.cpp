@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
-#include <stag/runtime/annotate.hpp>
-#include <stag/runtime/render.hpp>
+#include <stag/runtime/viz/annotate.hpp>
+#include <stag/runtime/viz/render.hpp>
 #include <stag/runtime/session.hpp>
 
 namespace stag {

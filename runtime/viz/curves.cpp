@@ -7,9 +7,9 @@
 #include <map>
 
 #include <stag/ops/kernel.hpp>
-#include <stag/runtime/curves.hpp>
-#include <stag/runtime/heatmap.hpp>  // write_text_file
-#include <stag/runtime/svg.hpp>
+#include <stag/runtime/viz/curves.hpp>
+#include <stag/runtime/viz/heatmap.hpp>  // write_text_file
+#include <stag/runtime/viz/svg.hpp>
 
 namespace stag {
 

@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <fstream>
 
-#include <stag/runtime/heatmap.hpp>
+#include <stag/runtime/viz/heatmap.hpp>
 #include <stag/runtime/session.hpp>
-#include <stag/runtime/svg.hpp>
+#include <stag/runtime/viz/svg.hpp>
 
 namespace stag {
 

@@ -14,7 +14,7 @@
 #include <graphviz/gvc.h>
 
 #include <stag/ops/registry.hpp>
-#include <stag/runtime/render.hpp>
+#include <stag/runtime/viz/render.hpp>
 
 namespace stag {
 

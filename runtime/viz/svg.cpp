@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include <stag/runtime/svg.hpp>
+#include <stag/runtime/viz/svg.hpp>
 
 namespace stag::svg {
 

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include <stag/ops/kernel.hpp>
-#include <stag/runtime/schedule.hpp>
+#include <stag/runtime/train/lr_schedule.hpp>
 
 namespace stag {
 namespace {

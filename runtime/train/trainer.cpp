@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include <stag/runtime/trainer.hpp>
+#include <stag/runtime/train/trainer.hpp>
 
 namespace stag {
 namespace {

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <stag/ops/kernel.hpp>
-#include <stag/runtime/metrics.hpp>
+#include <stag/runtime/train/metrics.hpp>
 
 namespace stag {
 namespace {

@@ -1,0 +1,41 @@
+# Checks that no layer includes one above it (docs/architecture.md): graph < ops < autodiff <
+# runtime < models; apps, bench, tests and docs may include any. Tests next to the code
+# (test_*.cpp) may include any layer too. Run as: cmake -DROOT=<source dir> -P layers.cmake.
+# To add a layer, add it to `layers` in order; to allow one include across, add it to `allowed`.
+set(layers graph ops autodiff runtime models)
+# ops/cpu_kernel.hpp gives kernels scratch Arrays: the host tensor type (runtime/array.hpp) is
+# the one runtime header below the runtime, since it depends on ops/kernel.hpp alone.
+set(allowed "ops/cpu_kernel.hpp:runtime/array.hpp")
+set(failures "")
+list(LENGTH layers n)
+math(EXPR last "${n} - 1")
+foreach(i RANGE ${last})
+  list(GET layers ${i} layer)
+  list(SUBLIST layers 0 ${i} below)
+  list(APPEND below ${layer})
+  file(GLOB_RECURSE files RELATIVE ${ROOT} ${ROOT}/${layer}/*.hpp ${ROOT}/${layer}/*.cpp ${ROOT}/${layer}/*.cu)
+  foreach(f ${files})
+    get_filename_component(name ${f} NAME)
+    if(name MATCHES "^test_")
+      continue()
+    endif()
+    file(STRINGS ${ROOT}/${f} includes REGEX "^#include <stag/")
+    foreach(inc ${includes})
+      string(REGEX REPLACE "^#include <stag/([^>]*)>.*" "\\1" target "${inc}")
+      string(REGEX REPLACE "/.*" "" target_layer "${target}")
+      if(target_layer STREQUAL target)  # <stag/stag.hpp> and the like: the top
+        set(target_layer apps)
+      endif()
+      list(FIND below ${target_layer} ok)
+      list(FIND allowed "${f}:${target}" exception)
+      if(ok EQUAL -1 AND exception EQUAL -1)
+        list(APPEND failures "${f} (layer ${layer}) includes <stag/${target}> (layer ${target_layer})")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+if(failures)
+  list(JOIN failures "\n  " text)
+  message(FATAL_ERROR "includes that go up a layer:\n  ${text}")
+endif()
+message(STATUS "layers: no include goes up (${layers})")
