@@ -143,42 +143,36 @@ say "root $root, commit ${commit:0:12}, $(nproc) cores"
 
 status=0
 summary=()
-if [ $do_test = 1 ]; then
+# timed_in_root CMD LOG: runs CMD in the root, its output shown and kept in LOG; sets rc and t.
+timed_in_root() {
+  local start
   start=$(date +%s)
   set +e
-  in_root "cd /root/stag && ./test.sh" 2>&1 | tee "$logs/test.log"
+  in_root "$1" 2>&1 | tee "$2"
   rc=${PIPESTATUS[0]}
   set -e
   t=$(($(date +%s) - start))
+  [ "$rc" = 0 ] || status=1
+}
+if [ $do_test = 1 ]; then
+  timed_in_root "cd /root/stag && ./test.sh" "$logs/test.log"
   line=$(grep -E '^[0-9]+% tests passed' "$logs/test.log" | tail -n 1 || true)
   stag_line=$(grep -E '^test\.sh: ' "$logs/test.log" | tail -n 1 || true)
   summary+=("./test.sh: exit $rc in ${t} s")
   [ -n "$stag_line" ] && summary+=("$stag_line")
   summary+=("ctest: ${line:-no summary line (see $logs/test.log)}")
-  [ "$rc" = 0 ] || status=1
 fi
 for k in "${!runs[@]}"; do
   args=${runs[k]}
   log=$logs/run$([ "$k" = 0 ] || echo "-$k").log
-  start=$(date +%s)
-  set +e
-  in_root "cd /root/stag && ./run.sh $args" 2>&1 | tee "$log"
-  rc=${PIPESTATUS[0]}
-  set -e
-  t=$(($(date +%s) - start))
+  timed_in_root "cd /root/stag && ./run.sh $args" "$log"
   summary+=("./run.sh${args:+ $args}: exit $rc in ${t} s (log: $log)")
   while IFS= read -r l; do summary+=("  $l"); done < <(grep -E '^[a-z_]*(accuracy|per|wer|bpc|loss|chrf|cer):' "$log" | tail -n 12 || true)
-  [ "$rc" = 0 ] || status=1
 done
 if [ $do_bench = 1 ]; then
-  start=$(date +%s)
-  set +e
-  in_root "cd /root/stag && ./bench.sh $bench" 2>&1 | tee "$logs/bench.log"
-  rc=${PIPESTATUS[0]}
-  set -e
-  summary+=("./bench.sh${bench:+ $bench}: exit $rc in $(($(date +%s) - start)) s")
+  timed_in_root "cd /root/stag && ./bench.sh $bench" "$logs/bench.log"
+  summary+=("./bench.sh${bench:+ $bench}: exit $rc in ${t} s")
   while IFS= read -r l; do summary+=("  $l"); done < <(grep -E '^bench\.[a-z]+\.(speedup_train|speedup_infer|train_step_ms|infer_ms):' "$logs/bench.log" | head -n 12 || true)
-  [ "$rc" = 0 ] || status=1
 fi
 say "logs in $logs"
 for l in "${summary[@]}"; do say "$l"; done
