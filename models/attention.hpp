@@ -18,12 +18,62 @@ struct Attention {
   Weights weights;  // [..., q_len, k_len], named "weights" for inspection
 };
 
+namespace detail {
+// A keep mask as the fused op takes it: a causal_mask<Sq, Sk> inside it (through unsqueezes and
+// `&`) becomes the op's analytic causal mask, whose masked tiles are skipped; what is left
+// stays a dense keep mask (an invalid Ref when nothing is left). `dense` has m's rank.
+struct FusedMask {
+  bool causal = false;
+  Ref dense{};
+};
+constexpr Ref pad_rank(Ref x, int rank) {
+  if (!x.valid() || x.rank() >= rank) return x;
+  ShapeV t;
+  t.rank = static_cast<std::uint8_t>(rank);
+  const ShapeV s = x.shape();
+  for (int i = 0; i < rank; ++i)
+    t.dims[i] = i < rank - s.rank ? static_dim(1) : s.dims[i - (rank - s.rank)];
+  return reshape(x, t);
+}
+constexpr FusedMask split_causal(Ref m, const DimV& sq, const DimV& sk) {
+  const Node nd = m.b->node(m.id);
+  const OpId op = op_id(nd.op);
+  if (op == OpId::causal_mask) {
+    const ShapeV s = m.shape();
+    if (s.dims[0] == sq && s.dims[1] == sk) return {true, Ref{}};
+  } else if (op == OpId::unsqueeze) {
+    const FusedMask r = split_causal(Ref{m.b, nd.in[0]}, sq, sk);
+    if (r.causal)
+      return {true,
+              r.dense.valid() ? unsqueeze(r.dense, static_cast<int>(m.b->attr(m.id).i[0])) : Ref{}};
+  } else if (op == OpId::logical_and) {
+    const Ref a{m.b, nd.in[0]}, b{m.b, nd.in[1]};
+    const FusedMask ra = split_causal(a, sq, sk), rb = split_causal(b, sq, sk);
+    if (ra.causal || rb.causal) {
+      const Ref da = pad_rank(ra.causal ? ra.dense : a, m.rank());
+      const Ref db = pad_rank(rb.causal ? rb.dense : b, m.rank());
+      if (!da.valid()) return {true, db};
+      if (!db.valid()) return {true, da};
+      return {true, logical_and(da, db)};
+    }
+  }
+  return {false, m};
+}
+}  // namespace detail
+
 // softmax(q k^T / sqrt(d_k), masked) v for q [..., Sq, Dk], k [..., Sk, Dk], v [..., Sk, Dv].
 // `keep` has the scores' rank and broadcasts to them; masked keys get weight 0 and a fully
 // masked query row gives zeros. PyTorch: F.scaled_dot_product_attention(q, k, v, attn_mask=keep).
-template <class SQ, class SK, class SV, DType T, class M>
-constexpr auto attention(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> v, M keep,
-                         double p_drop = 0.0) {
+// With `fused` (the default) the output is one attention op (ops/attention: no [Sq, Sk] tensor
+// is stored, a causal_mask in `keep` skips the masked tiles); `weights` is then the unfused
+// softmax chain, computed only when something reads it (a kept node, an output). With
+// fused = false the output is that chain followed by dropout and a matmul.
+namespace detail {
+// The fused op reads q, kf, vf; the unfused chain (and the weights) q, k, v, which differ from
+// kf and vf when grouped-query attention repeats its key/value heads for the chain only.
+template <class SQ, class SK, class SV, DType T, class KF, class VF, class M>
+constexpr auto attention_impl(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> v, KF kf, VF vf,
+                              M keep, double p_drop, bool fused) {
   constexpr auto dk = last_dim<SQ>;
   auto scores = [&] {
     if constexpr (dim_value<dk>().is_static()) {
@@ -40,7 +90,24 @@ constexpr auto attention(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> v, M ke
       return softmax<-1>(scores, keep);
   }();
   w = w.named("weights");
-  return Attention<decltype(matmul(w, v)), decltype(w)>{matmul(maybe_dropout(w, p_drop), v), w};
+  using Out = decltype(matmul(w, v));
+  if (!fused) return Attention<Out, decltype(w)>{matmul(maybe_dropout(w, p_drop), v), w};
+  SdpaOptions o{.dropout = p_drop};
+  Ref dense{};
+  if constexpr (!std::is_same_v<M, NoMask>) {
+    const detail::FusedMask fm = detail::split_causal(keep.ref(), SQ::value.dims[SQ::rank - 2],
+                                                      SK::value.dims[SK::rank - 2]);
+    if (fm.causal) o.mask = AttnMask::causal;
+    dense = fm.dense;
+  }
+  return Attention<Out, decltype(w)>{Out{q.b, sdpa(q.ref(), kf.ref(), vf.ref(), dense, o).id}, w};
+}
+}  // namespace detail
+
+template <class SQ, class SK, class SV, DType T, class M>
+constexpr auto attention(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> v, M keep,
+                         double p_drop = 0.0, bool fused = true) {
+  return detail::attention_impl(q, k, v, k, v, keep, p_drop, fused);
 }
 
 // [B, S, H*Dh] -> [B, H, S, Dh] and back.
@@ -79,6 +146,7 @@ struct AttentionOptions {
   bool bias = true;      // biases in the q, k, v, o projections
   bool rope = false;     // rotary positions on q and k
   double rope_theta = 10000.0;
+  bool fused = true;  // one attention op (ops/attention); false: the unfused op chain
 };
 
 namespace detail {
@@ -136,7 +204,7 @@ constexpr auto multi_head_attention(Scope s, Tensor<SQ, T> xq, Tensor<SKV, T> xk
   auto v = split_heads<H>(linear<d>(s / "w_v", xkv, o.bias));
   q = detail::maybe_rope(q, o);
   k = detail::maybe_rope(k, o);
-  auto a = attention(q, k, v, detail::heads_mask(keep), o.dropout);
+  auto a = attention(q, k, v, detail::heads_mask(keep), o.dropout, o.fused);
   auto out = linear<d>(s / "w_o", merge_heads(a.out), o.bias);
   return Attention<decltype(out), decltype(a.weights)>{out, a.weights};
 }
@@ -161,7 +229,9 @@ constexpr auto grouped_query_attention(Scope s, Tensor<S, T> x, M keep, Attentio
   auto repeat = [&](auto t) {
     return view<b, H, len, dh>(expand<b, KVH, group, len, dh>(unsqueeze<2>(t)));
   };
-  auto a = attention(q, repeat(k), repeat(v), detail::heads_mask(keep), o.dropout);
+  // The fused op reads the KVH heads directly; the unfused chain (and the weights) repeat them.
+  auto a = detail::attention_impl(q, repeat(k), repeat(v), k, v, detail::heads_mask(keep),
+                                  o.dropout, o.fused);
   auto out = linear<d>(s / "o_proj", merge_heads(a.out), false);
   return Attention<decltype(out), decltype(a.weights)>{out, a.weights};
 }
