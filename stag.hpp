@@ -19,6 +19,7 @@
 #include <stag/runtime/params.hpp>
 #include <stag/runtime/reference.hpp>
 #include <stag/runtime/render.hpp>
+#include <stag/runtime/run_guard.hpp>
 #include <stag/runtime/safetensors.hpp>
 #include <stag/runtime/sample_inputs.hpp>
 #include <stag/runtime/schedule.hpp>
