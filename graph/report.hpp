@@ -206,12 +206,12 @@ constexpr auto as_message() {
 template <auto Message>
 struct shape_error;
 
+// A class, not a function: g++ instantiates it where the check fails (a function body may wait
+// to the end of the file and be dropped when a later line has failed too).
 template <fixed_string Msg, class A, class B = void, class H = show::no_hint>
-constexpr void report_shape_error() {
-  // NOTE: a static_assert, not a variable of the incomplete type: g++ then still evaluates the
-  // model function to its end, and reports nothing else (one mistake, one error).
+struct shape_error_report {
   static_assert(sizeof(shape_error<detail::as_message<detail::render<Msg, A, B, H>()>()>) != 0);
-}
+};
 
 // Always `Ok`; the other arguments are there to be printed by clang's "requirement" line.
 template <bool Ok, class... Shown>
@@ -235,8 +235,8 @@ using show_args = show::args<show_t<S>...>;
 #define STAG_SHAPE_CHECK(cond, msg, ...) \
   static_assert(::stag::shape_check<(cond), ::stag::show_args<__VA_ARGS__>>, msg)
 #else
-#define STAG_SHAPE_CHECK(cond, msg, ...)                                   \
-  do {                                                                     \
-    if constexpr (!(cond)) ::stag::report_shape_error<msg, __VA_ARGS__>(); \
+#define STAG_SHAPE_CHECK(cond, msg, ...)                                               \
+  do {                                                                                 \
+    if constexpr (!(cond)) (void)sizeof(::stag::shape_error_report<msg, __VA_ARGS__>); \
   } while (false)
 #endif
