@@ -4,10 +4,13 @@
 # at the same shapes and thread count, config by config in one run, and prints one line per
 # figure (`bench.<config>.<metric>: <value> <unit>`, `torch.` for PyTorch) and the ratios.
 #   ./bench.sh [--threads N] [--steps N] [--rounds N] [--schedules] [--no-torch]
+#   ./bench.sh --attn [--threads N] [--attn-steps N] [--attn-lengths 512,1024,...]
 # --rounds N repeats the stag/PyTorch pairs N times (alternating which goes first) and takes the
 # median of the rounds for the ratios: the machine is shared and noisy. --schedules adds the
 # sequential vs parallel (TBB) schedule, 1 vs N threads, and both under load (a competing
-# `yes > /dev/null`). --no-torch times stag only. Results and their reading: docs/benchmarks.md.
+# `yes > /dev/null`). --no-torch times stag only. --attn runs only the long-sequence attention
+# benchmark of issue 15 (bench/attn.cpp: fused vs unfused training steps, the fused op's FLOP rate
+# against a oneDNN matmul of the same run, a sliding-window variant). Results: docs/benchmarks.md.
 set -euo pipefail
 STAG_ROOT=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tools/deps.sh
@@ -18,6 +21,9 @@ steps=15
 rounds=1
 schedules=0
 torch=1
+attn=0
+attn_steps=3
+attn_lengths=512,1024,2048,4096,8192,16384
 while [ $# -gt 0 ]; do
   case $1 in
     --threads) threads=$2; shift 2 ;;
@@ -25,10 +31,28 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --schedules) schedules=1; shift ;;
     --no-torch) torch=0; shift ;;
-    -h|--help) sed -n '2,10p' "$0" | cut -c3-; exit 0 ;;
+    --attn) attn=1; shift ;;
+    --attn-steps) attn_steps=$2; shift 2 ;;
+    --attn-lengths) attn_lengths=$2; shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0" | cut -c3-; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
+
+if [ "$attn" = 1 ]; then
+  stag_install_debs
+  BUILD=${STAG_BUILD_DIR:-$STAG_ROOT/build}
+  stag_configure_build "$BUILD" stag-bench-attn >&2
+  export OMP_WAIT_POLICY=passive
+  echo "bench.command: $0 --attn --threads $threads --attn-steps $attn_steps --attn-lengths $attn_lengths"
+  echo "bench.date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "bench.machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+  echo "bench.loadavg_start: $(cut -d' ' -f1-3 /proc/loadavg)"
+  OMP_NUM_THREADS=$threads "$BUILD/bench/stag-bench-attn" --threads "$threads" --steps "$attn_steps" \
+    --lengths "$attn_lengths"
+  echo "bench.loadavg_end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  exit 0
+fi
 
 # PyTorch from Debian, and OpenBLAS so that its matmuls are not the reference BLAS's.
 if [ "$torch" = 1 ]; then stag_install_debs python3-torch libopenblas0-openmp; else stag_install_debs; fi

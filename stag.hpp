@@ -17,6 +17,7 @@
 #include <stag/runtime/train/checkpoint.hpp>
 #include <stag/runtime/train/lr_schedule.hpp>
 #include <stag/runtime/train/metrics.hpp>
+#include <stag/runtime/train/run_guard.hpp>
 #include <stag/runtime/train/safetensors.hpp>
 #include <stag/runtime/train/trainer.hpp>
 // Pictures.

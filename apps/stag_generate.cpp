@@ -90,6 +90,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-bos", no_bos, "do not start the prompt with <bos>");
   app.add_flag("--ignore-eos", ignore_eos, "keep generating after <eos>");
   app.add_flag("--list-models", list, "print the compiled-in model configs and exit");
+  bool allow_nonfinite = false;
+  app.add_flag("--allow-nonfinite", allow_nonfinite,
+               "load the checkpoint even if a weight is NaN or infinite (its samples are garbage)");
   app.add_option("--random-weights", random_model,
                  "benchmark: a compiled-in model (see --list-models) with random weights instead "
                  "of a checkpoint");
@@ -121,6 +124,7 @@ int main(int argc, char** argv) {
     go.threads = threads;
     go.max_len = max_len;
     go.tokenizer_path = tokenizer;
+    go.allow_nonfinite = allow_nonfinite;
     go.schedule = schedule == "parallel" ? stag::Schedule::parallel : stag::Schedule::sequential;
     stag::Generator gen(checkpoint, go);
     const stag::GenerateResult r = gen.generate(prompt, o);

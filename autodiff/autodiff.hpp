@@ -56,6 +56,7 @@ constexpr Builder builder_from(const GraphView& g) {
   b.attrs.assign(g.attrs.begin(), g.attrs.end());
   b.scopes.assign(g.scopes.begin(), g.scopes.end());
   b.syms.assign(g.syms.begin(), g.syms.end());
+  b.dim_names.assign(g.dim_names.begin(), g.dim_names.end());
   b.outputs.assign(g.outputs.begin(), g.outputs.end());
   b.result = g.result;
   return b;

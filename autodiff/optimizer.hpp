@@ -155,6 +155,7 @@ constexpr Builder build_update() {
   b.shapes.assign(g.shapes.begin(), g.shapes.end());
   b.attrs.assign(g.attrs.begin(), g.attrs.end());
   b.scopes.assign(g.scopes.begin(), g.scopes.end());
+  b.dim_names.assign(g.dim_names.begin(), g.dim_names.end());
   for (int n = 0; n < g.size(); ++n) {
     if (!(g.node(n).flags & kFlagParam)) continue;
     Node nd =

@@ -18,7 +18,9 @@ enum class ShapeErr : std::uint8_t {
   permutation,      // permute: not a permutation
   numel,            // view: element counts differ
   symbols,          // view: the symbolic factors differ (a symbol dropped or added)
-  order,            // view: symbolic dims reordered (use permute)
+  order,            // view: an axis would move past another (transpose first)
+  regroup,          // view: several axes become several others (neither a split nor a merge)
+  dim_names,        // view: a split or merge does not follow the named factors in order
   not_one,          // squeeze: the dim is not 1
   odd_dim,          // a dim that must be even is odd (rope's head dim)
   expand,           // expand: a dim is neither equal nor 1
@@ -58,7 +60,11 @@ constexpr std::string_view shape_err_text(ShapeErr e) {
     case ShapeErr::symbols:
       return "symbolic dims differ";
     case ShapeErr::order:
-      return "symbolic dims reordered";
+      return "an axis moves past another";
+    case ShapeErr::regroup:
+      return "axes regrouped (neither a split nor a merge)";
+    case ShapeErr::dim_names:
+      return "named factors out of order";
     case ShapeErr::not_one:
       return "dim is not 1";
     case ShapeErr::odd_dim:
@@ -125,7 +131,9 @@ constexpr ShapeResult broadcast(const ShapeV& a, const ShapeV& b, DType t = DTyp
       out.dims[io] = b.dims[ib];
     } else if (ib < 0) {
       out.dims[io] = a.dims[ia];
-    } else if (a.dims[ia] == b.dims[ib] || is_one(b.dims[ib])) {
+    } else if (a.dims[ia] == b.dims[ib]) {
+      out.dims[io] = more_named(a.dims[ia], b.dims[ib]);
+    } else if (is_one(b.dims[ib])) {
       out.dims[io] = a.dims[ia];
     } else if (is_one(a.dims[ia])) {
       out.dims[io] = b.dims[ib];
@@ -172,40 +180,128 @@ constexpr ShapeResult transpose(const ShapeV& a, int i, int j, DType t = DType::
 }
 
 namespace detail {
-// The symbols that stand alone as a dim, in order; products are skipped.
-constexpr int lone_symbols(const ShapeV& s, SymId* out) {
-  int n = 0;
-  for (int i = 0; i < s.rank; ++i)
-    if (s.dims[i].nsym == 1 && s.dims[i].coef == 1) out[n++] = s.dims[i].sym[0];
-  return n;
+// x divides y: its coefficient divides y's and its symbols are a sub-multiset of y's.
+constexpr bool divides(const Monomial& x, const Monomial& y) {
+  if (x.coef == 0 || y.coef % x.coef != 0) return false;
+  int j = 0;
+  for (int i = 0; i < x.nsym; ++i) {
+    while (j < y.nsym && y.sym[j] < x.sym[i]) ++j;
+    if (j == y.nsym || y.sym[j] != x.sym[i]) return false;
+    ++j;
+  }
+  return true;
 }
-constexpr bool contains(const SymId* xs, int n, SymId v) {
-  for (int i = 0; i < n; ++i)
-    if (xs[i] == v) return true;
-  return false;
+
+// The static factors of a run of dims, in order: named ones (id != 0) and the plain rest of
+// each dim (id 0). Named factors of size 1 carry no data and are left out.
+struct Factors {
+  SymId id[kMaxRank * (kMaxDimNames + 1)] = {};
+  std::int64_t val[kMaxRank * (kMaxDimNames + 1)] = {};
+  int n = 0;
+  constexpr void add(const DimV& d) {
+    for (int k = 0; k < d.nname; ++k)
+      if (d.name_val[k] != 1) {
+        id[n] = d.name[k];
+        val[n++] = d.name_val[k];
+      }
+    if (const std::int64_t p = d.plain_coef(); p != 1) {
+      id[n] = 0;
+      val[n++] = p;
+    }
+  }
+};
+
+// Two runs of static factors describe the same layout: named factors meet the same name in
+// the same place, and a plain factor stands for any run of factors on the other side whose
+// sizes multiply to it (`64` matches `heads * head_dim`; `16, 4` does not match it).
+constexpr bool factors_match(const Factors& a, const Factors& b) {
+  int i = 0, j = 0;
+  std::int64_t ra = a.n ? a.val[0] : 1, rb = b.n ? b.val[0] : 1;
+  while (i < a.n && j < b.n) {
+    if (a.id[i] != 0 && b.id[j] != 0) {
+      if (a.id[i] != b.id[j] || ra != rb) return false;
+      ra = rb = 0;
+    } else if (ra == rb) {
+      ra = rb = 0;
+    } else if (a.id[i] == 0 && rb != 0 && ra % rb == 0) {
+      ra /= rb;
+      rb = 0;
+    } else if (b.id[j] == 0 && ra != 0 && rb % ra == 0) {
+      rb /= ra;
+      ra = 0;
+    } else {
+      return false;
+    }
+    if (ra == 0 && ++i < a.n) ra = a.val[i];
+    if (rb == 0 && ++j < b.n) rb = b.val[j];
+  }
+  return true;
 }
 }  // namespace detail
 
 // view/reshape: the element counts must be equal as monomials (static factors and the multiset
-// of symbols), and symbols that stand alone on both sides keep their relative order, which
-// catches the classic `view` used where a `transpose` was meant ([B,S,D] -> [S,B,D]).
+// of symbols), and the view must be a sequence of splits (one axis into adjacent axes) and
+// merges (adjacent axes into one), in order. Axes of size 1 may be added or dropped anywhere.
+// A view never moves an axis past another ([B, H, S, Dh] -> [B, S, H*Dh] needs transpose<1, 2>
+// first), and a split or merge of named dims follows their factors in order (heads * head_dim
+// does not split into [head_dim, heads]).
 constexpr ShapeResult reshape(const ShapeV& a, const ShapeV& target, DType t = DType::f32) {
   const Monomial ma = a.numel(), mb = target.numel();
   bool same_syms = ma.nsym == mb.nsym;
   for (int i = 0; same_syms && i < ma.nsym; ++i) same_syms = ma.sym[i] == mb.sym[i];
   if (!same_syms) return shape_fail(ShapeErr::symbols);
   if (ma.coef != mb.coef) return shape_fail(ShapeErr::numel);
-  SymId la[kMaxRank] = {}, lb[kMaxRank] = {};
-  const int na = detail::lone_symbols(a, la), nb = detail::lone_symbols(target, lb);
-  SymId ca[kMaxRank] = {}, cb[kMaxRank] = {};
-  int nca = 0, ncb = 0;
-  for (int i = 0; i < na; ++i)
-    if (detail::contains(lb, nb, la[i])) ca[nca++] = la[i];
-  for (int i = 0; i < nb; ++i)
-    if (detail::contains(la, na, lb[i])) cb[ncb++] = lb[i];
-  for (int i = 0; i < nca && i < ncb; ++i)
-    if (ca[i] != cb[i]) return shape_fail(ShapeErr::order);
+  int i = 0, j = 0;
+  for (;;) {
+    while (i < a.rank && is_one(a.dims[i])) ++i;
+    while (j < target.rank && is_one(target.dims[j])) ++j;
+    if (i == a.rank || j == target.rank) break;
+    const int i0 = i, j0 = j;
+    Monomial ga, gb;
+    ga.mul(a.dims[i++]);
+    gb.mul(target.dims[j++]);
+    int na = 1, nb = 1;
+    while (!(ga == gb)) {
+      if (detail::divides(gb, ga) && j < target.rank) {
+        nb += !is_one(target.dims[j]);
+        gb.mul(target.dims[j++]);
+      } else if (detail::divides(ga, gb) && i < a.rank) {
+        na += !is_one(a.dims[i]);
+        ga.mul(a.dims[i++]);
+      } else {
+        return shape_fail(ShapeErr::order);
+      }
+    }
+    if (na > 1 && nb > 1) return shape_fail(ShapeErr::regroup);
+    detail::Factors fa, fb;
+    for (int k = i0; k < i; ++k) fa.add(a.dims[k]);
+    for (int k = j0; k < j; ++k) fb.add(target.dims[k]);
+    if (!detail::factors_match(fa, fb)) return shape_fail(ShapeErr::dim_names);
+  }
   return shape_ok(target, t);
+}
+
+// What to do when a view fails: the transpose of the input (kind 1) or of the result (kind 2)
+// that makes it a valid split or merge; kind 0 when no single transpose does.
+struct ViewHint {
+  int kind = 0, i = 0, j = 0;
+};
+constexpr ViewHint view_hint(const ShapeV& a, const ShapeV& target) {
+  for (int p = 0; p < a.rank; ++p)
+    for (int q = p + 1; q < a.rank; ++q) {
+      ShapeV s = a;
+      s.dims[p] = a.dims[q];
+      s.dims[q] = a.dims[p];
+      if (reshape(s, target).ok()) return {1, p, q};
+    }
+  for (int p = 0; p < target.rank; ++p)
+    for (int q = p + 1; q < target.rank; ++q) {
+      ShapeV s = target;
+      s.dims[p] = target.dims[q];
+      s.dims[q] = target.dims[p];
+      if (reshape(a, s).ok()) return {2, p, q};
+    }
+  return {};
 }
 
 constexpr ShapeResult unsqueeze(const ShapeV& a, int axis, DType t = DType::f32) {
@@ -267,6 +363,7 @@ constexpr ShapeResult concat(const ShapeV* parts, int n, int axis, DType t = DTy
     for (int k = 0; same_syms && k < d.nsym; ++k) same_syms = acc.sym[k] == d.sym[k];
     if (!same_syms) return shape_fail(ShapeErr::concat_symbolic);
     acc.coef += d.coef;
+    acc.nname = 0;  // the sum of two named dims is a plain one
   }
   return shape_ok(out, t);
 }

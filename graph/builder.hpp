@@ -45,7 +45,7 @@ class ScopeGuard {
 };
 
 struct GraphSizes {
-  std::size_t nodes = 0, shapes = 0, attrs = 0, scopes = 0, syms = 0, outputs = 0;
+  std::size_t nodes = 0, shapes = 0, attrs = 0, scopes = 0, syms = 0, outputs = 0, dim_names = 0;
 };
 
 template <GraphSizes Z>
@@ -59,6 +59,7 @@ class Builder {
   std::vector<ScopeEntry> scopes;
   std::vector<SymEntry> syms;
   std::vector<OutputEntry> outputs;
+  std::vector<SymEntry> dim_names;  // named static dims (`heads`), for printing only
   std::int32_t result = -1;
   std::int32_t current_scope = 0;
   // Set by graph passes: flags and `grad_of` stamped on every node they create.
@@ -68,7 +69,7 @@ class Builder {
   constexpr Builder() { scopes.push_back(ScopeEntry{}); }
 
   constexpr GraphView view() const {
-    return GraphView{nodes, shapes, attrs, scopes, syms, outputs, result};
+    return GraphView{nodes, shapes, attrs, scopes, syms, outputs, result, dim_names};
   }
   constexpr const Node& node(int n) const { return nodes[static_cast<std::size_t>(n)]; }
   constexpr const ShapeV& shape(int n) const {
@@ -81,7 +82,7 @@ class Builder {
   constexpr int intern_shape(const ShapeV& s) {
     // Recent shapes are the likeliest matches; graphs hold a few dozen distinct shapes.
     for (int i = static_cast<int>(shapes.size()) - 1; i >= 0; --i)
-      if (shapes[static_cast<std::size_t>(i)] == s) return i;
+      if (identical(shapes[static_cast<std::size_t>(i)], s)) return i;
     shapes.push_back(s);
     return static_cast<int>(shapes.size()) - 1;
   }
@@ -142,6 +143,15 @@ class Builder {
     syms.push_back(SymEntry{id, name});
   }
 
+  constexpr void add_dim_name(SymId id, std::string_view name) {
+    for (const SymEntry& s : dim_names) {
+      if (s.id != id) continue;
+      if (s.name != name) throw GraphError("stag: two dim names hash to the same id; rename one");
+      return;
+    }
+    dim_names.push_back(SymEntry{id, name});
+  }
+
   constexpr void add_output(int node, std::string_view name, int grad_of = -1) {
     for (const OutputEntry& o : outputs)
       if (grad_of < 0 && o.grad_of < 0 && o.name == name)
@@ -167,7 +177,8 @@ class Builder {
   }
 
   constexpr GraphSizes sizes() const {
-    return {nodes.size(), shapes.size(), attrs.size(), scopes.size(), syms.size(), outputs.size()};
+    return {nodes.size(), shapes.size(),  attrs.size(),    scopes.size(),
+            syms.size(),  outputs.size(), dim_names.size()};
   }
 
   template <GraphSizes Z>
@@ -202,9 +213,10 @@ struct Graph {
   std::array<SymEntry, Z.syms> syms{};
   std::array<OutputEntry, Z.outputs> outputs{};
   std::int32_t result = -1;
+  std::array<SymEntry, Z.dim_names> dim_names{};
 
   constexpr GraphView view() const {
-    return GraphView{nodes, shapes, attrs, scopes, syms, outputs, result};
+    return GraphView{nodes, shapes, attrs, scopes, syms, outputs, result, dim_names};
   }
   constexpr operator GraphView() const { return view(); }  // NOLINT: graphs are views.
 
@@ -232,6 +244,7 @@ constexpr Graph<Z> Builder::freeze() const {
   for (std::size_t i = 0; i < Z.scopes; ++i) g.scopes[i] = scopes[i];
   for (std::size_t i = 0; i < Z.syms; ++i) g.syms[i] = syms[i];
   for (std::size_t i = 0; i < Z.outputs; ++i) g.outputs[i] = outputs[i];
+  for (std::size_t i = 0; i < Z.dim_names; ++i) g.dim_names[i] = dim_names[i];
   g.result = result;
   return g;
 }

@@ -1,4 +1,5 @@
-// Dimensions and shapes as values: DimV (coef * product of named symbols) and ShapeV.
+// Dimensions and shapes as values: DimV (coef * product of symbols, with named static factors
+// such as heads * head_dim kept in order) and ShapeV.
 // Every shape rule in ops/ is a constexpr function over these, evaluated at compile time for
 // typed handles (graph/shape.hpp) and again by the builder and the autodiff pass.
 #pragma once
@@ -13,28 +14,67 @@ namespace stag {
 
 inline constexpr int kMaxRank = 6;
 inline constexpr int kMaxDimSyms = 3;
+inline constexpr int kMaxDimNames = 3;
 
 using SymId = std::uint32_t;
 
 // One dimension: coef * sym[0] * ... * sym[nsym-1]; symbols kept sorted by id so that equal
-// products compare equal. A static dim has nsym == 0.
+// products compare equal. A static dim has nsym == 0. A static factor may carry names
+// (`heads * head_dim`): name[] lists them in order (outermost first) with their values, and
+// coef always holds the whole static factor, so code that only needs sizes ignores names.
 struct DimV {
   std::int64_t coef = 1;
   SymId sym[kMaxDimSyms] = {};
   std::uint8_t nsym = 0;
+  std::uint8_t nname = 0;
+  SymId name[kMaxDimNames] = {};
+  std::int64_t name_val[kMaxDimNames] = {};
 
   constexpr bool is_static() const { return nsym == 0; }
+  constexpr bool is_named() const { return nname > 0; }
+  // The part of the static factor that carries no name (coef / the named values).
+  constexpr std::int64_t plain_coef() const {
+    std::int64_t c = coef;
+    for (int i = 0; i < nname; ++i) c = name_val[i] != 0 ? c / name_val[i] : c;
+    return c;
+  }
+  // Equal sizes and symbols, and names that agree: a dim without names is anonymous and matches
+  // a named dim of the same size (`64` and `d_model` = 64); two named dims match only when
+  // their names are the same, in the same order (`heads` and `head_dim` never match).
   friend constexpr bool operator==(const DimV& a, const DimV& b) {
     if (a.coef != b.coef || a.nsym != b.nsym) return false;
     for (int i = 0; i < a.nsym; ++i)
       if (a.sym[i] != b.sym[i]) return false;
+    if (a.nname == 0 || b.nname == 0) return true;
+    if (a.nname != b.nname) return false;
+    for (int i = 0; i < a.nname; ++i)
+      if (a.name[i] != b.name[i]) return false;
     return true;
   }
 };
 
+// Equal including the names (a named 64 and a plain 64 differ): the graph's shape table and
+// the short cuts of view and expand use it, so that a node keeps the names its type has.
+constexpr bool identical(const DimV& a, const DimV& b) {
+  return a == b && a.nname == b.nname;
+}
+
+// Of two dims that compare equal, the one that says more (the named one).
+constexpr const DimV& more_named(const DimV& a, const DimV& b) {
+  return b.nname > a.nname ? b : a;
+}
+
 constexpr DimV static_dim(std::int64_t n) {
   DimV d;
   d.coef = n;
+  return d;
+}
+constexpr DimV named_dim(SymId id, std::int64_t n) {
+  DimV d;
+  d.coef = n;
+  d.nname = 1;
+  d.name[0] = id;
+  d.name_val[0] = n;
   return d;
 }
 constexpr DimV symbol_dim(SymId id) {
@@ -71,16 +111,28 @@ struct Monomial {
   }
 };
 
-// Multiplies two dims. Returns false when the product has more than kMaxDimSyms symbols.
+// Multiplies two dims (names: a's, then b's; dropped when there would be more than
+// kMaxDimNames). Returns false when the product has more than kMaxDimSyms symbols.
 constexpr bool dim_mul(const DimV& a, const DimV& b, DimV& out) {
   Monomial m;
   m.mul(a);
   m.mul(b);
   if (m.nsym > kMaxDimSyms) return false;
-  out = DimV{};
-  out.coef = m.coef;
-  out.nsym = static_cast<std::uint8_t>(m.nsym);
-  for (int i = 0; i < m.nsym; ++i) out.sym[i] = m.sym[i];
+  DimV r{};
+  r.coef = m.coef;
+  r.nsym = static_cast<std::uint8_t>(m.nsym);
+  for (int i = 0; i < m.nsym; ++i) r.sym[i] = m.sym[i];
+  if (a.nname + b.nname <= kMaxDimNames) {
+    for (int i = 0; i < a.nname; ++i) {
+      r.name[r.nname] = a.name[i];
+      r.name_val[r.nname++] = a.name_val[i];
+    }
+    for (int i = 0; i < b.nname; ++i) {
+      r.name[r.nname] = b.name[i];
+      r.name_val[r.nname++] = b.name_val[i];
+    }
+  }
+  out = r;
   return true;
 }
 
@@ -107,6 +159,13 @@ struct ShapeV {
     return true;
   }
 };
+
+constexpr bool identical(const ShapeV& a, const ShapeV& b) {
+  if (a.rank != b.rank) return false;
+  for (int i = 0; i < a.rank; ++i)
+    if (!identical(a.dims[i], b.dims[i])) return false;
+  return true;
+}
 
 constexpr ShapeV make_shape(std::initializer_list<DimV> dims) {
   ShapeV s;

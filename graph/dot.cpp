@@ -14,14 +14,8 @@ namespace stag {
 std::string dot_shape_text(const GraphView& g, const ShapeV& s) {
   std::string out = "[";
   for (int i = 0; i < s.rank; ++i) {
-    const DimV& d = s.dims[i];
-    std::string t = (d.coef != 1 || d.nsym == 0) ? std::to_string(d.coef) : "";
-    for (int k = 0; k < d.nsym; ++k) {
-      if (!t.empty()) t += '*';
-      t += g.sym_name(d.sym[k]);
-    }
     if (i > 0) out += ", ";
-    out += t;
+    out += g.dim_text(s.dims[i]);
   }
   return out + "]";
 }

@@ -21,6 +21,7 @@ struct GraphView {
   std::span<const SymEntry> syms;
   std::span<const OutputEntry> outputs;
   std::int32_t result = -1;  // the node the model function returned (the loss for training)
+  std::span<const SymEntry> dim_names = {};  // named static dims (`heads`), printed only
 
   constexpr int size() const { return static_cast<int>(nodes.size()); }
   constexpr const Node& node(int n) const { return nodes[static_cast<std::size_t>(n)]; }
@@ -50,6 +51,26 @@ struct GraphView {
     for (const SymEntry& s : syms)
       if (s.id == id) return s.name;
     return "?";
+  }
+  constexpr std::string_view dim_name(SymId id) const {
+    for (const SymEntry& s : dim_names)
+      if (s.id == id) return s.name;
+    return "?";
+  }
+  // A dim as text: `heads*head_dim`, `2*batch*seq`, `512` (a named dim prints its name).
+  std::string dim_text(const DimV& d) const {
+    std::string t;
+    const std::int64_t plain = d.plain_coef();
+    if (plain != 1 || (d.nsym == 0 && d.nname == 0)) t = std::to_string(plain);
+    for (int k = 0; k < d.nname; ++k) {
+      if (!t.empty()) t += '*';
+      t += dim_name(d.name[k]);
+    }
+    for (int k = 0; k < d.nsym; ++k) {
+      if (!t.empty()) t += '*';
+      t += sym_name(d.sym[k]);
+    }
+    return t;
   }
 
   // Writes the name of scope `sc` followed by `leaf` into buf; returns the length (or -1).

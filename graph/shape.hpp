@@ -1,5 +1,6 @@
 // Type-level shapes: `Shape<batch, seq, 512>` where a dim is an int, a named symbol
-// (`stag::sym<"batch">`) or a product of symbols (`batch * seq`, `stag::prod<heads, 64>`).
+// (`stag::sym<"batch">`), a named static dim (`stag::dim<"heads", 4>`) or a product of them
+// (`batch * seq`, `heads * head_dim`, `stag::prod<heads, 64>`).
 // Conversions to and from the value-level ShapeV let one constexpr rule serve both levels.
 #pragma once
 
@@ -12,9 +13,14 @@
 
 namespace stag {
 
+namespace detail {
+struct SymBase {};
+struct NamedBase {};
+}  // namespace detail
+
 // A named symbolic dimension, bound to a number once per run from the input tensors.
 template <fixed_string Name>
-struct Sym {
+struct Sym : detail::SymBase {
   static constexpr std::string_view name = Name.view();
   static constexpr SymId id = fnv1a(Name.view());
 #if defined(__clang__)
@@ -27,16 +33,37 @@ struct Sym {
 template <fixed_string Name>
 inline constexpr Sym<Name> sym{};
 
-// Product of symbols with a static coefficient, canonical: symbols sorted by id, and never a
-// bare symbol (coef 1, one symbol) nor a bare number (no symbol).
-template <std::int64_t Coef, auto... Syms>
+// A named static dimension: `stag::dim<"heads", 4>` is 4 wherever a size is needed, and keeps
+// its name through products and views (docs/shapes.md, "Named static dims").
+template <fixed_string Name, std::int64_t Value>
+struct Named : detail::NamedBase {
+  static_assert(Value > 0, "stag::dim: a named dim needs a positive size");
+  static constexpr std::string_view name = Name.view();
+  static constexpr SymId id = fnv1a(Name.view());
+  static constexpr std::int64_t value = Value;
+};
+
+template <fixed_string Name, std::int64_t Value>
+inline constexpr Named<Name, Value> dim{};
+
+// Declares a symbol or a named static dim whose type has the dim's own name, so that both g++
+// and clang print it by name in errors: STAG_SYMBOL(batch); STAG_NAMED_DIM(heads, 4);
+#define STAG_SYMBOL(id_)                            \
+  inline constexpr struct id_ : ::stag::Sym<#id_> { \
+  } id_ {                                           \
+  }
+#define STAG_NAMED_DIM(id_, value_)                           \
+  inline constexpr struct id_ : ::stag::Named<#id_, value_> { \
+  } id_ {                                                     \
+  }
+
+// Product of symbols and named static dims with a plain static coefficient, canonical: named
+// dims in order, then symbols sorted by id; never a lone symbol or named dim (coefficient 1)
+// nor a bare number.
+template <std::int64_t Coef, auto... Atoms>
 struct Prod {};
 
 namespace detail {
-template <class T>
-struct is_sym : std::false_type {};
-template <fixed_string N>
-struct is_sym<Sym<N>> : std::true_type {};
 template <class T>
 struct is_prod : std::false_type {};
 template <std::int64_t C, auto... S>
@@ -44,13 +71,15 @@ struct is_prod<Prod<C, S...>> : std::true_type {};
 }  // namespace detail
 
 template <class T>
-concept SymDim = detail::is_sym<std::remove_cvref_t<T>>::value;
+concept SymDim = std::is_base_of_v<detail::SymBase, std::remove_cvref_t<T>>;
+template <class T>
+concept NamedDim = std::is_base_of_v<detail::NamedBase, std::remove_cvref_t<T>>;
 template <class T>
 concept ProdDim = detail::is_prod<std::remove_cvref_t<T>>::value;
 template <class T>
 concept StaticDim = std::integral<std::remove_cvref_t<T>>;
 template <class T>
-concept DimLike = SymDim<T> || ProdDim<T> || StaticDim<T>;
+concept DimLike = SymDim<T> || NamedDim<T> || ProdDim<T> || StaticDim<T>;
 
 // ---- type -> value -------------------------------------------------------------------------
 
@@ -61,12 +90,15 @@ consteval DimV dim_value() {
     return static_dim(static_cast<std::int64_t>(D));
   } else if constexpr (SymDim<T>) {
     return symbol_dim(T::id);
+  } else if constexpr (NamedDim<T>) {
+    return named_dim(T::id, T::value);
   } else {
-    static_assert(ProdDim<T>, "stag: a dim must be an integer, a stag::sym<\"name\"> or a product");
+    static_assert(ProdDim<T>,
+                  "stag: a dim must be an integer, a stag::sym<\"name\">, a stag::dim<\"name\", "
+                  "size> or a product");
     return []<std::int64_t C, auto... S>(Prod<C, S...>) {
-      DimV d;
-      d.coef = C;
-      ((d.sym[d.nsym++] = std::remove_cvref_t<decltype(S)>::id), ...);
+      DimV d = static_dim(C);
+      ((void)dim_mul(d, dim_value<S>(), d), ...);
       return d;
     }
     (D);
@@ -116,8 +148,7 @@ struct syms_of_dim {
   using type = SymList<>;
 };
 template <auto D>
-requires SymDim<decltype(D)>
-struct syms_of_dim<D> {
+requires(SymDim<decltype(D)> || NamedDim<decltype(D)>) struct syms_of_dim<D> {
   using type = SymList<D>;
 };
 template <std::int64_t C, auto... S, Prod<C, S...> D>
@@ -146,16 +177,19 @@ consteval auto find_sym(SymList<S0, Ss...>) {
 
 template <DimV D, class L>
 consteval auto dim_from_value() {
-  if constexpr (D.nsym == 0) {
+  if constexpr (D.nsym == 0 && D.nname == 0) {
     static_assert(D.coef >= 0 && D.coef <= 0x7fffffff, "stag: static dims must fit in an int");
     return static_cast<int>(D.coef);
-  } else if constexpr (D.nsym == 1 && D.coef == 1) {
+  } else if constexpr (D.nsym == 1 && D.nname == 0 && D.coef == 1) {
     return find_sym<D.sym[0]>(L{});
+  } else if constexpr (D.nsym == 0 && D.nname == 1 && D.coef == D.name_val[0]) {
+    return find_sym<D.name[0]>(L{});
   } else {
-    return []<std::size_t... I>(std::index_sequence<I...>) {
-      return Prod<D.coef, find_sym<D.sym[I]>(L{})...>{};
+    return []<std::size_t... I, std::size_t... J>(std::index_sequence<I...>,
+                                                  std::index_sequence<J...>) {
+      return Prod<D.plain_coef(), find_sym<D.name[I]>(L{})..., find_sym<D.sym[J]>(L{})...>{};
     }
-    (std::make_index_sequence<D.nsym>{});
+    (std::make_index_sequence<D.nname>{}, std::make_index_sequence<D.nsym>{});
   }
 }
 
@@ -196,7 +230,9 @@ inline constexpr auto prod = [] {
 }();
 
 template <class A, class B>
-requires((SymDim<A> || ProdDim<A>)&&(SymDim<B> || ProdDim<B>)) constexpr auto operator*(A, B) {
+requires((SymDim<A> || NamedDim<A> || ProdDim<A>)&&(SymDim<B> || NamedDim<B> ||
+                                                    ProdDim<B>)) constexpr auto
+operator*(A, B) {
   return prod<A{}, B{}>;
 }
 
@@ -207,13 +243,13 @@ std::string dim_string() {
   using T = std::remove_cvref_t<decltype(D)>;
   if constexpr (StaticDim<T>) {
     return std::to_string(D);
-  } else if constexpr (SymDim<T>) {
+  } else if constexpr (SymDim<T> || NamedDim<T>) {
     return std::string(T::name);
   } else {
     return []<std::int64_t C, auto... S>(Prod<C, S...>) {
       std::string out = C == 1 ? "" : std::to_string(C);
       // NOTE: appends, not `"*" + std::string(...)`: g++ 12 warns falsely (-Wrestrict) on that.
-      ((out += out.empty() ? "" : "*", out += decltype(S)::name), ...);
+      ((out += out.empty() ? "" : "*", out += std::remove_cvref_t<decltype(S)>::name), ...);
       return out;
     }
     (D);

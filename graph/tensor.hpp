@@ -50,11 +50,16 @@ struct is_tensor<Tensor<S, T>> : std::true_type {};
 template <class T>
 concept TensorHandle = is_tensor<std::remove_cvref_t<T>>::value;
 
-// Records the names of the symbols of shape S in the graph (so they can be printed and bound).
+// Records the names of the symbols of shape S in the graph (so they can be printed and bound),
+// and those of its named static dims (printed only: they need no binding).
 template <class S>
 constexpr void register_syms(Builder& b) {
   []<auto... Ss>(Builder & bb, SymList<Ss...>) {
-    (bb.add_sym(decltype(Ss)::id, decltype(Ss)::name), ...);
+    ((NamedDim<decltype(Ss)> ? bb.add_dim_name(std::remove_cvref_t<decltype(Ss)>::id,
+                                               std::remove_cvref_t<decltype(Ss)>::name)
+                             : bb.add_sym(std::remove_cvref_t<decltype(Ss)>::id,
+                                          std::remove_cvref_t<decltype(Ss)>::name)),
+     ...);
   }
   (b, syms_of_t<S>{});
 }

@@ -25,14 +25,28 @@ struct LayerOptions {
 template <class S, DType T>
 constexpr auto layer_norm_layer(Scope s, Tensor<S, T> x, double eps = 1e-5) {
   constexpr auto d = last_dim<S>;
-  return layer_norm(x, param<Shape<d>, T>(s, "weight", kOnes),
-                    param<Shape<d>, T>(s, "bias", kZeros), eps);
+  STAG_SHAPE_CHECK(dim_value<d>().is_static(),
+                   "stag::layer_norm_layer: a parameter would have a symbolic dim (weight and "
+                   "bias [d] from the last dim of the input); normalise over a static dim",
+                   S, Shape<d>);
+  if constexpr (!dim_value<d>().is_static())
+    return x;
+  else
+    return layer_norm(x, param<Shape<d>, T>(s, "weight", kOnes),
+                      param<Shape<d>, T>(s, "bias", kZeros), eps);
 }
 
 // RMSNorm with a gain. minimind: RMSNorm(dim, eps).
 template <class S, DType T>
 constexpr auto rms_norm_layer(Scope s, Tensor<S, T> x, double eps = 1e-6) {
-  return rms_norm(x, param<Shape<last_dim<S>>, T>(s, "weight", kOnes), eps);
+  STAG_SHAPE_CHECK(dim_value<last_dim<S>>().is_static(),
+                   "stag::rms_norm_layer: a parameter would have a symbolic dim (weight [d] from "
+                   "the last dim of the input); normalise over a static dim",
+                   S, Shape<last_dim<S>>);
+  if constexpr (!dim_value<last_dim<S>>().is_static())
+    return x;
+  else
+    return rms_norm(x, param<Shape<last_dim<S>>, T>(s, "weight", kOnes), eps);
 }
 
 // snippet-begin: docs-encoder-2
@@ -40,22 +54,33 @@ constexpr auto rms_norm_layer(Scope s, Tensor<S, T> x, double eps = 1e-6) {
 // keep: [B|1, S|1, S] (padding_keep of a [B, S] mask) or no_mask.
 template <auto H, auto Dff, class S, DType T, class M>
 constexpr auto encoder_layer(Scope s, Tensor<S, T> x, M keep, LayerOptions o = {}) {
-  auto guard = s.enter();
-  const AttentionOptions ao{.dropout = o.dropout};
-  if (o.norm == NormPlacement::post) {
-    x = layer_norm_layer(
-        s / "norm1",
-        x + maybe_dropout(multi_head_attention<H>(s / "self_attn", x, x, keep, ao).out, o.dropout),
-        o.eps);
-    return layer_norm_layer(
-        s / "norm2",
-        x + maybe_dropout(feed_forward<Dff>(s / "ffn", x, o.act, o.dropout), o.dropout), o.eps);
+  STAG_SHAPE_CHECK(S::rank == 3, "stag::encoder_layer: the input must be [batch, seq, d_model]", S,
+                   void);
+  STAG_SHAPE_CHECK((dim_divides<last_dim<S>, H>),
+                   "stag::encoder_layer: d_model is not a multiple of the number of heads", S,
+                   Shape<H>);
+  if constexpr (!STAG_CHECK_ATTENTION_MASK("stag::encoder_layer", M, S, S) ||
+                !dim_divides<last_dim<S>, H>)
+    return x;
+  else {
+    auto guard = s.enter();
+    const AttentionOptions ao{.dropout = o.dropout};
+    if (o.norm == NormPlacement::post) {
+      x = layer_norm_layer(
+          s / "norm1",
+          x + maybe_dropout(multi_head_attention<H>(s / "self_attn", x, x, keep, ao).out,
+                            o.dropout),
+          o.eps);
+      return layer_norm_layer(
+          s / "norm2",
+          x + maybe_dropout(feed_forward<Dff>(s / "ffn", x, o.act, o.dropout), o.dropout), o.eps);
+    }
+    auto h = layer_norm_layer(s / "norm1", x, o.eps);
+    x = x + maybe_dropout(multi_head_attention<H>(s / "self_attn", h, h, keep, ao).out, o.dropout);
+    return x + maybe_dropout(feed_forward<Dff>(s / "ffn", layer_norm_layer(s / "norm2", x, o.eps),
+                                               o.act, o.dropout),
+                             o.dropout);
   }
-  auto h = layer_norm_layer(s / "norm1", x, o.eps);
-  x = x + maybe_dropout(multi_head_attention<H>(s / "self_attn", h, h, keep, ao).out, o.dropout);
-  return x + maybe_dropout(feed_forward<Dff>(s / "ffn", layer_norm_layer(s / "norm2", x, o.eps),
-                                             o.act, o.dropout),
-                           o.dropout);
 }
 // snippet-end: docs-encoder-2
 
@@ -65,32 +90,50 @@ constexpr auto encoder_layer(Scope s, Tensor<S, T> x, M keep, LayerOptions o = {
 template <auto H, auto Dff, class SY, class SM, DType T, class M1, class M2>
 constexpr auto decoder_layer(Scope s, Tensor<SY, T> y, Tensor<SM, T> memory, M1 self_keep,
                              M2 cross_keep, LayerOptions o = {}) {
-  auto guard = s.enter();
-  const AttentionOptions ao{.dropout = o.dropout};
-  if (o.norm == NormPlacement::post) {
-    y = layer_norm_layer(
-        s / "norm1",
-        y + maybe_dropout(multi_head_attention<H>(s / "self_attn", y, y, self_keep, ao).out,
-                          o.dropout),
-        o.eps);
-    y = layer_norm_layer(
-        s / "norm2",
-        y + maybe_dropout(multi_head_attention<H>(s / "cross_attn", y, memory, cross_keep, ao).out,
-                          o.dropout),
-        o.eps);
-    return layer_norm_layer(
-        s / "norm3",
-        y + maybe_dropout(feed_forward<Dff>(s / "ffn", y, o.act, o.dropout), o.dropout), o.eps);
+  STAG_SHAPE_CHECK(SY::rank == 3 && SM::rank == 3,
+                   "stag::decoder_layer: the target and the memory must be [batch, seq, d_model]",
+                   SY, SM);
+  STAG_SHAPE_CHECK(dim_value<last_dim<SY>>() == dim_value<last_dim<SM>>(),
+                   "stag::decoder_layer: the target and the encoder memory need the same d_model",
+                   SY, SM);
+  STAG_SHAPE_CHECK((dim_divides<last_dim<SY>, H>),
+                   "stag::decoder_layer: d_model is not a multiple of the number of heads", SY,
+                   Shape<H>);
+  constexpr bool self_ok = STAG_CHECK_ATTENTION_MASK("stag::decoder_layer (self_keep)", M1, SY, SY);
+  constexpr bool cross_ok =
+      self_ok && STAG_CHECK_ATTENTION_MASK("stag::decoder_layer (cross_keep)", M2, SY, SM);
+  if constexpr (!self_ok || !cross_ok || !dim_divides<last_dim<SY>, H> ||
+                !(dim_value<last_dim<SY>>() == dim_value<last_dim<SM>>()))
+    return y;
+  else {
+    auto guard = s.enter();
+    const AttentionOptions ao{.dropout = o.dropout};
+    if (o.norm == NormPlacement::post) {
+      y = layer_norm_layer(
+          s / "norm1",
+          y + maybe_dropout(multi_head_attention<H>(s / "self_attn", y, y, self_keep, ao).out,
+                            o.dropout),
+          o.eps);
+      y = layer_norm_layer(
+          s / "norm2",
+          y + maybe_dropout(
+                  multi_head_attention<H>(s / "cross_attn", y, memory, cross_keep, ao).out,
+                  o.dropout),
+          o.eps);
+      return layer_norm_layer(
+          s / "norm3",
+          y + maybe_dropout(feed_forward<Dff>(s / "ffn", y, o.act, o.dropout), o.dropout), o.eps);
+    }
+    auto h = layer_norm_layer(s / "norm1", y, o.eps);
+    y = y +
+        maybe_dropout(multi_head_attention<H>(s / "self_attn", h, h, self_keep, ao).out, o.dropout);
+    h = layer_norm_layer(s / "norm2", y, o.eps);
+    y = y + maybe_dropout(multi_head_attention<H>(s / "cross_attn", h, memory, cross_keep, ao).out,
+                          o.dropout);
+    return y + maybe_dropout(feed_forward<Dff>(s / "ffn", layer_norm_layer(s / "norm3", y, o.eps),
+                                               o.act, o.dropout),
+                             o.dropout);
   }
-  auto h = layer_norm_layer(s / "norm1", y, o.eps);
-  y = y +
-      maybe_dropout(multi_head_attention<H>(s / "self_attn", h, h, self_keep, ao).out, o.dropout);
-  h = layer_norm_layer(s / "norm2", y, o.eps);
-  y = y + maybe_dropout(multi_head_attention<H>(s / "cross_attn", h, memory, cross_keep, ao).out,
-                        o.dropout);
-  return y + maybe_dropout(feed_forward<Dff>(s / "ffn", layer_norm_layer(s / "norm3", y, o.eps),
-                                             o.act, o.dropout),
-                           o.dropout);
 }
 // snippet-end: docs-encoder-3
 
@@ -104,14 +147,41 @@ struct LlmBlockOptions {
 // minimind's decoder block: x + attn(rms(x)), then x + swiglu(rms(x)); causal via keep.
 template <auto H, auto KVH, auto Dff, class S, DType T, class M>
 constexpr auto llm_block(Scope s, Tensor<S, T> x, M keep, LlmBlockOptions o = {}) {
-  auto guard = s.enter();
-  const AttentionOptions ao{
-      .dropout = o.dropout, .bias = false, .rope = true, .rope_theta = o.rope_theta};
-  x = x + maybe_dropout(grouped_query_attention<H, KVH>(
-                            s / "self_attn", rms_norm_layer(s / "input_norm", x, o.eps), keep, ao)
-                            .out,
-                        o.dropout);
-  return x + swiglu<Dff>(s / "mlp", rms_norm_layer(s / "post_attention_norm", x, o.eps), o.dropout);
+  // Checked here, before grouped_query_attention is built: rope rotates pairs of the head dim.
+  constexpr bool groups = dim_divides<H, KVH>;
+  STAG_SHAPE_CHECK(groups,
+                   "stag::llm_block: the number of heads is not a multiple of the number of "
+                   "key/value heads (heads, kv_heads)",
+                   Shape<H>, Shape<KVH>);
+  constexpr bool divides = groups && dim_divides<last_dim<S>, H>;
+  STAG_SHAPE_CHECK(!groups || divides,
+                   "stag::llm_block: d_model is not a multiple of the number of heads", S,
+                   Shape<H>);
+  constexpr bool even = [] {
+    if constexpr (divides) {
+      constexpr DimV dh = dim_value<dim_quotient<last_dim<S>, H>>();
+      return !dh.is_static() || dh.coef % 2 == 0;
+    } else {
+      return true;
+    }
+  }();
+  STAG_SHAPE_CHECK(even,
+                   "stag::llm_block: rope needs an even head dim, but d_model / heads is odd "
+                   "(d_model, heads)",
+                   S, Shape<H>);
+  if constexpr (!groups || !divides || !even)
+    return x;
+  else {
+    auto guard = s.enter();
+    const AttentionOptions ao{
+        .dropout = o.dropout, .bias = false, .rope = true, .rope_theta = o.rope_theta};
+    x = x + maybe_dropout(grouped_query_attention<H, KVH>(
+                              s / "self_attn", rms_norm_layer(s / "input_norm", x, o.eps), keep, ao)
+                              .out,
+                          o.dropout);
+    return x +
+           swiglu<Dff>(s / "mlp", rms_norm_layer(s / "post_attention_norm", x, o.eps), o.dropout);
+  }
 }
 // snippet-end: docs-lm-2
 

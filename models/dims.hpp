@@ -8,14 +8,37 @@
 
 namespace stag {
 
-// Named symbols the bundled models use.
+// Named symbols the bundled models use, and the named static dims the layers give their axes
+// (so that shapes read [batch, heads, seq, head_dim] in errors, descriptions and pictures).
+// Each has a type of its own name, which both g++ and clang print in errors.
 namespace dims {
-inline constexpr auto batch = sym<"batch">;
-inline constexpr auto seq = sym<"seq">;
-inline constexpr auto src_seq = sym<"src_seq">;
-inline constexpr auto tgt_seq = sym<"tgt_seq">;
-inline constexpr auto masked = sym<"masked">;  // positions a masked-LM batch predicts
+STAG_SYMBOL(batch);
+STAG_SYMBOL(seq);
+STAG_SYMBOL(src_seq);
+STAG_SYMBOL(tgt_seq);
+STAG_SYMBOL(masked);  // positions a masked-LM batch predicts
+
+template <std::int64_t V>
+struct heads : Named<"heads", V> {};
+template <std::int64_t V>
+struct head_dim : Named<"head_dim", V> {};
+template <std::int64_t V>
+struct kv_heads : Named<"kv_heads", V> {};
+template <std::int64_t V>
+struct group : Named<"group", V> {};  // query heads per key/value head (grouped-query attention)
+template <std::int64_t V>
+struct d_ff : Named<"d_ff", V> {};
 }  // namespace dims
+
+// D as a named dim: a plain int N becomes Tag<N> (`named_as<dims::heads, 4>` is heads = 4); a
+// dim that already has a name, or a symbol, stays as it is.
+template <template <std::int64_t> class Tag, auto D>
+inline constexpr auto named_as = [] {
+  if constexpr (StaticDim<decltype(D)>)
+    return Tag<D>{};
+  else
+    return D;
+}();
 
 // The dim at `Axis` (negative counts from the end) of a Shape type, as a dim value.
 template <class S, int Axis>
@@ -34,10 +57,25 @@ struct Quotient {
   DimV dim;
   bool ok;
 };
+// a / b. Names: when b's names (or b's size, for a plain b) lead a's, the quotient keeps the
+// rest of a's names (heads * head_dim / heads = head_dim); otherwise it is plain.
 constexpr Quotient dim_divide(const DimV& a, const DimV& b) {
   if (b.coef <= 0 || a.coef % b.coef != 0) return {{}, false};
   DimV q;
   q.coef = a.coef / b.coef;
+  int lead = -1;
+  if (b.nname > 0 && b.nname <= a.nname) {
+    lead = b.nname;
+    for (int i = 0; i < b.nname; ++i)
+      if (a.name[i] != b.name[i]) lead = -1;
+  } else if (b.nname == 0 && a.nname > 0 && a.name_val[0] == b.coef) {
+    lead = 1;
+  }
+  if (lead >= 0)
+    for (int i = lead; i < a.nname; ++i) {
+      q.name[q.nname] = a.name[i];
+      q.name_val[q.nname++] = a.name_val[i];
+    }
   bool used[kMaxDimSyms] = {};
   for (int j = 0; j < b.nsym; ++j) {
     bool found = false;
@@ -51,14 +89,15 @@ constexpr Quotient dim_divide(const DimV& a, const DimV& b) {
 }
 }  // namespace detail
 
-// D / H as a dim value: `head_dim = dim_quotient<d_model, heads>`.
+// D / H as a dim value: `head_dim = dim_quotient<d_model, heads>`. Layers check that their
+// dims divide (with a message naming the layer) before they ask for a quotient.
+template <auto D, auto H>
+inline constexpr bool dim_divides = detail::dim_divide(dim_value<D>(), dim_value<H>()).ok;
+
 template <auto D, auto H>
 inline constexpr auto dim_quotient = [] {
   constexpr detail::Quotient q = detail::dim_divide(dim_value<D>(), dim_value<H>());
-  static_assert(
-      q.ok,
-      "stag: a model dim does not split into the number of heads (d_model must be a multiple "
-      "of heads; a symbolic d_model must have heads as a factor)");
+  static_assert(q.ok, "stag::dim_quotient: the dim is not a multiple of the divisor");
   if constexpr (q.ok) {
     using L = typename detail::concat_syms<typename detail::syms_of_dim<D>::type>::type;
     return detail::dim_from_value<q.dim, L>();

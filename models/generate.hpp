@@ -21,8 +21,8 @@
 namespace stag {
 
 namespace dims {
-inline constexpr auto chunk = sym<"chunk">;      // tokens fed in one decode step
-inline constexpr auto max_len = sym<"max_len">;  // positions the key/value cache holds
+STAG_SYMBOL(chunk);    // tokens fed in one decode step
+STAG_SYMBOL(max_len);  // positions the key/value cache holds
 }  // namespace dims
 
 // What every layer of a decode step shares: the position input and what is derived from it.
@@ -57,21 +57,23 @@ constexpr auto cached_grouped_query_attention(Scope s, Tensor<S, T> x, const Dec
   constexpr auto b = dim_at<S, 0>;
   constexpr auto len = dim_at<S, 1>;
   constexpr auto d = dim_at<S, 2>;
-  constexpr auto dh = dim_quotient<d, H>;
-  constexpr auto group = dim_quotient<H, KVH>;
+  constexpr auto kvh = named_as<dims::kv_heads, KVH>;
+  constexpr auto group = named_as<dims::group, dim_quotient<H, KVH>>;
+  constexpr auto qh = prod<kvh, group>;  // as in grouped_query_attention
+  constexpr auto dh = named_as<dims::head_dim, dim_quotient<d, H>>;
   static_assert(dim_value<dh>().is_static(),
                 "stag::cached_grouped_query_attention: the head dim must be static");
   constexpr double scale = 1.0 / cx::sqrt(static_cast<double>(dim_value<dh>().coef));
   constexpr double neg_inf = -std::numeric_limits<double>::infinity();
   const RopeOpts ro{.theta = rope_theta};
   auto q =
-      rope(split_heads<H>(linear<d>(s / "q_proj", x, false)), c.rope_pos, ro);  // [B, H, T, Dh]
-  auto k = rope(split_heads<KVH>(linear<prod<KVH, dh>>(s / "k_proj", x, false)), c.rope_pos,
+      rope(split_heads<qh>(linear<d>(s / "q_proj", x, false)), c.rope_pos, ro);  // [B, H, T, Dh]
+  auto k = rope(split_heads<kvh>(linear<prod<kvh, dh>>(s / "k_proj", x, false)), c.rope_pos,
                 ro);  // [B, KVH, T, Dh]
-  auto v = split_heads<KVH>(linear<prod<KVH, dh>>(s / "v_proj", x, false));
-  auto k_cache = state<Shape<b, KVH, dims::max_len, dh>, T>(s, "k_cache");
-  auto v_cache = state<Shape<b, KVH, dims::max_len, dh>, T>(s, "v_cache");
-  auto q5 = view<b, KVH, group, len, dh>(q);
+  auto v = split_heads<kvh>(linear<prod<kvh, dh>>(s / "v_proj", x, false));
+  auto k_cache = state<Shape<b, kvh, dims::max_len, dh>, T>(s, "k_cache");
+  auto v_cache = state<Shape<b, kvh, dims::max_len, dh>, T>(s, "v_cache");
+  auto q5 = view<b, kvh, group, len, dh>(q);
   auto s_new = masked_fill(matmul_nt(q5, unsqueeze<2>(k)) * scale, c.new_fill,
                            neg_inf);  // [B, KVH, G, T, T]
   auto s_past = masked_fill(matmul_nt(q5, unsqueeze<2>(k_cache)) * scale, c.past_fill,
@@ -83,7 +85,7 @@ constexpr auto cached_grouped_query_attention(Scope s, Tensor<S, T> x, const Dec
   auto denom = sum<-1>(e_new, keepdim) + sum<-1>(e_past, keepdim);
   auto o = (matmul(e_new, unsqueeze<2>(v)) + matmul(e_past, unsqueeze<2>(v_cache))) /
            denom;  // [B, KVH, G, T, Dh]
-  auto out = linear<d>(s / "o_proj", merge_heads(view<b, H, len, dh>(o)), false);
+  auto out = linear<d>(s / "o_proj", merge_heads(view<b, qh, len, dh>(o)), false);
   (void)cache_write(k_cache, k, c.pos).named("k_cache_write");
   (void)cache_write(v_cache, v, c.pos).named("v_cache_write");
   return out;

@@ -1,8 +1,11 @@
 // Generator: checkpoint and tokeniser loading, the cached decode loop, and its timing.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <set>
+
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -47,7 +50,11 @@ TextTokenizer TextTokenizer::from_json(std::string_view json) {
   // stag-train wraps the tokeniser: {"kind": "char" | "bpe", "tokenizer": {...}}.
   if (j.is_object() && !j.contains("type") && j.contains("tokenizer") && j["tokenizer"].is_object())
     return from_json(j["tokenizer"].dump());
-  const std::string type = j.is_object() ? j.value("type", "") : "";
+  if (!j.is_object()) throw Error("stag: tokenizer: the JSON is not an object");
+  if (j.contains("type") && !j["type"].is_string())
+    throw Error("stag: tokenizer: \"type\" is " + j["type"].dump() +
+                ", not a string (expected \"char\" or \"byte-bpe\")");
+  const std::string type = j.value("type", "");
   if (type == "char") return TextTokenizer(data::CharTokenizer::from_json(json));
   if (type == "byte-bpe") return TextTokenizer(data::BpeTokenizer::from_json(json));
   throw Error("stag: tokenizer: unknown \"type\" '" + type +
@@ -115,7 +122,9 @@ Generator::Generator(const std::string& checkpoint, GeneratorOptions opts)
     weights_.emplace(g.name(n), Array(g.node(n).dtype, concrete_dims(g.shape(n), b)));
   }
   // Optimizer state (…adam_m, …momentum) in a training checkpoint is not needed here.
-  info_ = load_checkpoint(checkpoint, weights_, {.allow_missing = false, .allow_unexpected = true});
+  info_ = load_checkpoint(
+      checkpoint, weights_,
+      {.allow_missing = false, .allow_unexpected = true, .allow_nonfinite = opts_.allow_nonfinite});
   tokenizer_ =
       checkpoint_tokenizer(checkpoint, info_.config_json, info_.state.extra, opts_.tokenizer_path);
   const nlohmann::json config_obj = nlohmann::json::parse(info_.config_json, nullptr, false);
@@ -151,6 +160,35 @@ void Generator::reserve(std::int64_t positions) {
                   " positions do not fit the cache of max_len " + std::to_string(opts_.max_len) +
                   "; use a shorter prompt, fewer new tokens or a larger max_len");
     len = opts_.max_len;
+  }
+  // NOTE: the caches grow with max_len; a length that cannot fit in memory is refused here,
+  // by its size, rather than failing somewhere inside the session's allocation.
+  {
+    const GraphView& g = preset_->decode;
+    Bindings b;
+    for (const SymEntry& e : g.syms) b.set(e.id, e.name == "max_len" ? len : 1);
+    double cache_bytes = 0;
+    for (int n = 0; n < g.size(); ++n) {
+      if (!(g.node(n).flags & kFlagParam) || g.name(n).find("_cache") == std::string_view::npos)
+        continue;
+      double k = static_cast<double>(dtype_size(g.node(n).dtype));
+      const ShapeV& shape = g.shape(n);
+      for (int i = 0; i < shape.rank; ++i)
+        k *= static_cast<double>(concrete_dims(shape, b)[static_cast<std::size_t>(i)]);
+      cache_bytes += k;
+    }
+    const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
+                          static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+    if (cache_bytes > memory / 2) {
+      char text[160];
+      std::snprintf(text, sizeof text,
+                    "%.1f GiB of key/value cache, more than half of this machine's %.1f GiB",
+                    cache_bytes / (1 << 30), memory / (1 << 30));
+      throw Error("stag::Generator: a cache of " + std::to_string(len) +
+                  " positions (max_len) needs " + text +
+                  "; give a smaller max_len (--max-len), or 0 to size it by the prompt and "
+                  "the new tokens");
+    }
   }
   SessionOptions so;
   so.threads = opts_.threads;

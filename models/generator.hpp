@@ -50,6 +50,7 @@ struct GeneratorOptions {
   std::int64_t max_len =
       0;  // cache positions; 0: sized per call (prompt + new tokens, rounded up to 64)
   std::string tokenizer_path = {};  // overrides the checkpoint's tokeniser
+  bool allow_nonfinite = false;     // load a checkpoint with NaN/Inf weights anyway
 };
 
 struct GenerateOptions {

@@ -11,13 +11,31 @@
 namespace stag {
 
 // y = x @ W^T + b, W [Out, In]. PyTorch: nn.Linear(In, Out).
+// Its parameters have static shapes: a symbolic last dim of x (the sequence, after a transpose
+// or a pooling over the wrong axis) would make a weight [Out, seq] that changes with the input,
+// and is refused, as a symbolic Out is.
 template <auto Out, class S, DType T>
 constexpr auto linear(Scope s, Tensor<S, T> x, bool bias = true) {
   constexpr auto in = last_dim<S>;
-  auto w = param<Shape<Out, in>, T>(s, "weight");
-  auto y = matmul_nt(x, w);
-  if (!bias) return y;
-  return y + param<Shape<Out>, T>(s, "bias", kZeros);
+  constexpr bool fixed = dim_value<in>().is_static() && dim_value<Out>().is_static();
+  STAG_SHAPE_CHECK(fixed,
+                   "stag::linear: a parameter would have a symbolic dim (weight [out_features, "
+                   "in_features] from the last dim of the input); linear needs static features",
+                   S, Shape<Out, in>);
+  if constexpr (!fixed) {
+    // NOTE: a placeholder [..., Out], so that the lines after this one compile (one error).
+    constexpr ShapeV out = [] {
+      ShapeV v = S::value;
+      v.dims[v.rank - 1] = dim_value<Out>();
+      return v;
+    }();
+    return typed<out, T, S, Shape<Out>>(full(*x.b, out, 0, T));
+  } else {
+    auto w = param<Shape<Out, in>, T>(s, "weight");
+    auto y = matmul_nt(x, w);
+    if (!bias) return y;
+    return y + param<Shape<Out>, T>(s, "bias", kZeros);
+  }
 }
 
 enum class Activation : std::uint8_t { relu, gelu, gelu_tanh, silu };
@@ -47,7 +65,7 @@ template <auto Dff, class S, DType T>
 constexpr auto feed_forward(Scope s, Tensor<S, T> x, Activation act = Activation::relu,
                             double p = 0.0) {
   auto guard = s.enter();
-  auto h = maybe_dropout(activate(linear<Dff>(s / "w_1", x), act), p);
+  auto h = maybe_dropout(activate(linear<named_as<dims::d_ff, Dff>>(s / "w_1", x), act), p);
   return linear<last_dim<S>>(s / "w_2", h);
 }
 
@@ -55,7 +73,8 @@ constexpr auto feed_forward(Scope s, Tensor<S, T> x, Activation act = Activation
 template <auto Dff, class S, DType T>
 constexpr auto swiglu(Scope s, Tensor<S, T> x, double p = 0.0) {
   auto guard = s.enter();
-  auto h = silu(linear<Dff>(s / "gate_proj", x, false)) * linear<Dff>(s / "up_proj", x, false);
+  constexpr auto dff = named_as<dims::d_ff, Dff>;
+  auto h = silu(linear<dff>(s / "gate_proj", x, false)) * linear<dff>(s / "up_proj", x, false);
   return maybe_dropout(linear<last_dim<S>>(s / "down_proj", h, false), p);
 }
 

@@ -333,4 +333,15 @@ TEST_CASE("the Generator refuses what does not fit", "[generate]") {
   std::filesystem::remove(path);
 }
 
+TEST_CASE("a tokeniser whose \"type\" is not a string is a stag::Error, not an abort",
+          "[generate][reliability]") {
+  std::string e;
+  try {
+    TextTokenizer::from_json(R"({"type": 5})");
+  } catch (const Error& err) {  // before the fix: nlohmann::json::type_error
+    e = err.what();
+  }
+  CHECK_THAT(e, Catch::Contains(R"("type" is 5, not a string)"));
+}
+
 }  // namespace

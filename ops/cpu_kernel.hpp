@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -22,6 +23,12 @@ namespace stag {
 struct CpuContext {
   dnnl::engine eng{dnnl::engine::kind::cpu, 0};
   int threads = 1;  // threads own kernels may use (oneDNN threads with OpenMP)
+  // Values one kernel hands to a later kernel of the same plan, keyed by the graph and the
+  // producing node: the fused attention's row statistics (read by its backward), and the
+  // backward's dk and dv (read by attention_backward_kv). Kernels hold the shared_ptr they
+  // made or found when they were built, so a later plan of the same graph replaces the entry
+  // without disturbing an earlier plan's kernels.
+  std::map<std::pair<const void*, int>, std::shared_ptr<std::vector<float>>> handoff;
 };
 
 // What a kernel factory sees: the node, its concrete input and output views (data pointers

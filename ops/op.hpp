@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include <stag/graph/algebra.hpp>
+#include <stag/graph/report.hpp>
 #include <stag/graph/tensor.hpp>
 #include <stag/ops/op_list.hpp>
 
@@ -72,7 +73,11 @@ constexpr void raise_shape_error(ShapeErr e) {
     case ShapeErr::symbols:
       throw GraphError("stag: view drops or adds a symbolic dim");
     case ShapeErr::order:
-      throw GraphError("stag: view reorders symbolic dims; use permute");
+      throw GraphError("stag: view moves an axis past another; transpose first");
+    case ShapeErr::regroup:
+      throw GraphError("stag: view regroups axes (neither a split nor a merge)");
+    case ShapeErr::dim_names:
+      throw GraphError("stag: view splits or merges named dims out of order");
     case ShapeErr::not_one:
       throw GraphError("stag: squeeze of a dim that is not 1");
     case ShapeErr::odd_dim:

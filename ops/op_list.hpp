@@ -26,6 +26,7 @@
   /* losses */       X(cross_entropy) X(cross_entropy_backward) X(mse_loss)                      \
   /* position */     X(rope)                                                                     \
   /* kv cache */     X(cache_write)                                                              \
+  /* attention */    X(attention) X(attention_backward) X(attention_backward_kv)                 \
   /* misc */         X(dropout) X(cast) X(stop_gradient)                                         \
   /* optimizers */   X(sgd_update) X(adam_update)
 // clang-format on

@@ -7,6 +7,7 @@
 
 // Forward definitions (shape rules, typed front-ends).
 #include <stag/ops/argmax/argmax.hpp>
+#include <stag/ops/attention/attention.hpp>
 #include <stag/ops/binary/binary.hpp>
 #include <stag/ops/cache_write/cache_write.hpp>
 #include <stag/ops/cast/cast.hpp>
@@ -40,6 +41,7 @@
 #include <stag/ops/where/where.hpp>
 
 // Backward rules, written with the forward ops above.
+#include <stag/ops/attention/vjp.hpp>
 #include <stag/ops/binary/vjp.hpp>
 #include <stag/ops/concat/vjp.hpp>
 #include <stag/ops/cross_entropy/vjp.hpp>

@@ -42,6 +42,55 @@ static_assert(algebra::reshape(bsd, Shape<batch, seq, 500>::value).err == ShapeE
 static_assert(algebra::reshape(bsd, Shape<seq, batch, 512>::value).err == ShapeErr::order);
 static_assert(algebra::reshape(Shape<5, 7>::value, Shape<35>::value).ok());
 
+// Views are splits and merges of adjacent axes, in order; axes of size 1 come and go freely.
+static_assert(algebra::reshape(Shape<batch, 8, seq, 64>::value, bsd).err == ShapeErr::order);
+static_assert(algebra::reshape(bsd, Shape<batch, 8, seq, 64>::value).err == ShapeErr::order);
+static_assert(algebra::reshape(Shape<batch, seq, 4, 16>::value, Shape<batch, seq, 8, 8>::value)
+                  .err == ShapeErr::regroup);
+static_assert(algebra::reshape(bsd, Shape<batch, 1, seq, 512>::value).ok());
+static_assert(
+    algebra::reshape(Shape<batch, 8, 1, seq, 64>::value, Shape<batch, 8, seq, 64>::value).ok());
+static_assert(algebra::reshape(bshd, Shape<batch * seq, 512>::value).ok());
+static_assert(algebra::view_hint(Shape<batch, 8, seq, 64>::value, bsd).kind == 1);
+static_assert(algebra::view_hint(Shape<batch, 8, seq, 64>::value, bsd).i == 1);
+static_assert(algebra::view_hint(Shape<batch, 8, seq, 64>::value, bsd).j == 2);
+static_assert(algebra::view_hint(bsd, Shape<batch, 8, seq, 64>::value).kind == 2);
+
+// Named static dims: sizes like ints, identity like symbols.
+constexpr auto heads = dim<"heads", 4>;
+constexpr auto head_dim = dim<"head_dim", 16>;
+constexpr auto d_model = heads * head_dim;
+constexpr auto other4 = dim<"other", 4>;
+static_assert(dim_value<heads>().is_static() && dim_value<heads>().coef == 4);
+static_assert(dim_value<d_model>().is_static() && dim_value<d_model>().coef == 64);
+static_assert(dim_value<d_model>().nname == 2);
+// The rule for named and plain ints: a plain int is anonymous and matches a named dim of its
+// size (the result keeps the name); two named dims match only by name, in order.
+static_assert(dim_value<heads>() == dim_value<4>());
+static_assert(!identical(dim_value<heads>(), dim_value<4>()));
+static_assert(!(dim_value<heads>() == dim_value<other4>()));
+static_assert(!(dim_value<d_model>() == dim_value<head_dim * heads>()));
+static_assert(
+    algebra::broadcast(Shape<batch, 4>::value, Shape<batch, heads>::value).shape.dims[1].nname ==
+    1);
+static_assert(algebra::broadcast(Shape<batch, heads>::value, Shape<batch, other4>::value).err ==
+              ShapeErr::broadcast);
+// Splits of a named product follow its factors in order; plain ints stand in by size.
+constexpr ShapeV named_bsd = Shape<batch, seq, d_model>::value;
+static_assert(algebra::reshape(named_bsd, Shape<batch, seq, heads, head_dim>::value).ok());
+static_assert(algebra::reshape(named_bsd, Shape<batch, seq, head_dim, heads>::value).err ==
+              ShapeErr::dim_names);
+static_assert(algebra::reshape(named_bsd, Shape<batch, seq, 4, 16>::value).ok());
+static_assert(algebra::reshape(named_bsd, Shape<batch, seq, 16, 4>::value).err ==
+              ShapeErr::dim_names);
+static_assert(algebra::reshape(named_bsd, Shape<batch, seq, 64>::value).ok());
+static_assert(algebra::reshape(Shape<batch, seq, heads, head_dim>::value, named_bsd).ok());
+static_assert(algebra::reshape(bsd, Shape<batch, seq, 8, 64>::value).ok());
+// Canonical types keep names: a Shape type rebuilt from its value names the same dims.
+static_assert(std::is_same_v<canonical_t<Shape<batch, heads, seq, head_dim>>,
+                             Shape<batch, heads, seq, head_dim>>);
+static_assert(std::is_same_v<canonical_t<Shape<d_model>>, Shape<d_model>>);
+
 // Permutes with negative axes.
 constexpr int perm[] = {0, 2, 1, -1};
 static_assert(algebra::permute(bshd, perm, 4).shape == Shape<batch, 8, seq, 64>::value);
@@ -74,8 +123,27 @@ static_assert(algebra::reduce(bsd, 0b111, false).shape == Shape<>::value);
 
 TEST_CASE("shapes print with their symbol names", "[shapes]") {
   CHECK(shape_string<Shape<batch, seq, 512>>() == "[batch, seq, 512]");
+  CHECK(shape_string<Shape<batch, heads, seq, head_dim>>() == "[batch, heads, seq, head_dim]");
+  CHECK(shape_string<Shape<batch, seq, d_model>>() == "[batch, seq, heads*head_dim]");
   CHECK(shape_string<Shape<batch * seq, 512>>().find('*') != std::string::npos);
   CHECK(shape_string<Shape<>>() == "[]");
+}
+
+constexpr auto mha_graph = model([](Builder& g) {
+  auto x = input<"x", Shape<dims::batch, dims::seq, 64>>(g);
+  auto keep = input<"keep", Shape<dims::batch, dims::seq>, DType::boolean>(g);
+  return sum<0, 1, 2>(multi_head_attention<4>(g / "attn", x, x, padding_keep(keep)).out);
+});
+
+TEST_CASE("the layers name their axes in the graph (pictures and descriptions)", "[shapes]") {
+  const int w = mha_graph.find("attn.weights");
+  REQUIRE(w >= 0);
+  CHECK(dot_shape_text(mha_graph, mha_graph.shape(w)) == "[batch, heads, seq, seq]");
+  bool split_seen = false;
+  for (int n = 0; n < mha_graph.size(); ++n)
+    split_seen = split_seen ||
+                 dot_shape_text(mha_graph, mha_graph.shape(n)) == "[batch, heads, seq, head_dim]";
+  CHECK(split_seen);
 }
 
 }  // namespace

@@ -10,6 +10,9 @@ set -euo pipefail
 #   libexpat1-dev       the picture tests read SVG back with an XML parser
 STAG_DEBS=(cmake g++ make pkg-config libdnnl-dev ocl-icd-opencl-dev libtbb-dev libboost-dev catch2 graphviz
            libgraphviz-dev libexpat1-dev libcli11-dev nlohmann-json3-dev)
+# Optional, not installed by default: clang's libFuzzer for tools/fuzz.sh (-DSTAG_FUZZ=ON). Install
+# them with `source tools/deps.sh; stag_install_debs "${STAG_FUZZ_DEBS[@]}"`.
+STAG_FUZZ_DEBS=(clang libclang-rt-14-dev)
 
 stag_missing_debs() {
   local missing=()

@@ -199,6 +199,7 @@ std::string pretrain(const RunContext& ctx, const TextTokenizer& tok,
                  .max_steps = o.pretrain_steps,
                  .eval_every = std::max<std::int64_t>(o.pretrain_steps / 4, 1),
                  .checkpoint_path = pctx.checkpoint};
+  fit.force = o.force;
   if (!held.empty())
     fit.evaluate = [&](Trainer& tr) {
       const EvalStats s = tr.evaluate(held);
@@ -241,8 +242,11 @@ struct Classify {
     // Resuming, or starting from a pretrained encoder: the ids must mean what they meant then.
     const std::string& tok_from = !ctx.resume.empty() ? ctx.resume : o.init_from;
     if (!tok_from.empty()) {
-      tok = TextTokenizer::from_json(
-          checkpoint_config(tok_from, "classify", o.model).at("tokenizer"));
+      const nlohmann::json saved = checkpoint_config(tok_from, "classify", o.model);
+      if (!ctx.resume.empty() && !o.eval_only) check_resume_flags(ctx.resume, saved, o);
+      tok = from_checkpoint(tok_from, "tokenizer", [&] {
+        return TextTokenizer::from_json(config_field(saved, "tokenizer", tok_from));
+      });
     } else {
       const std::vector<std::string> texts = texts_of(split.train);
       tok = TextTokenizer::learn(o.tokenizer, texts, static_cast<std::size_t>(C.vocab),
@@ -253,7 +257,11 @@ struct Classify {
     const data::EncodedTexts train = data::encode_texts(*tok, split.train),
                              val = data::encode_texts(*tok, split.val),
                              test = data::encode_texts(*tok, split.test);
-    const data::PadOptions pad{.max_len = std::min<std::int64_t>(o.max_len, C.max_len)};
+    if (o.max_len > C.max_len)
+      throw Error("stag-train classify: --max-len " + std::to_string(o.max_len) + " is above the " +
+                  std::to_string(C.max_len) + " positions of preset '" + o.model +
+                  "' (its learned position table); give at most " + std::to_string(C.max_len));
+    const data::PadOptions pad{.max_len = o.max_len};
 
     if (!o.export_data.empty()) {
       nlohmann::json j = {{"vocab", C.vocab}, {"max_len", pad.max_len}, {"classes", C.classes}};
@@ -307,6 +315,8 @@ struct Classify {
                      .checkpoint_path = ctx.checkpoint,
                      .checkpoint_every = o.checkpoint_every,
                      .best_path = o.keep_best ? best_path(ctx) : std::string()};
+      fit.max_seconds = o.max_seconds;
+      fit.force = o.force;
       fit.evaluate = [&](Trainer& t) {
         const EvalStats s = t.evaluate(val_quick);
         MetricsRecord r{.split = "valid"};

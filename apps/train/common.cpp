@@ -1,4 +1,5 @@
 // stag-train's shared pieces: run files, schedules and trainer options from flags, result lines.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -17,10 +18,16 @@ RunContext make_context(Task task, const RunOptions& opt) {
   if (ctx.checkpoint.empty()) ctx.checkpoint = opt.out + "/model.safetensors";
   if (ctx.metrics.empty()) ctx.metrics = opt.out + "/metrics.jsonl";
   if (opt.eval_only && ctx.resume.empty()) ctx.resume = ctx.checkpoint;
-  std::filesystem::create_directories(opt.out);
+  std::error_code ec;
+  if (std::filesystem::create_directories(opt.out, ec); ec)
+    throw Error("stag-train: --out " + opt.out + ": cannot create it (" + ec.message() +
+                "); choose a writable location");
   for (const std::string& f : {ctx.checkpoint, ctx.metrics}) {
     const std::filesystem::path dir = std::filesystem::path(f).parent_path();
-    if (!dir.empty()) std::filesystem::create_directories(dir);
+    if (dir.empty()) continue;
+    if (std::filesystem::create_directories(dir, ec); ec)
+      throw Error("stag-train: " + f + ": cannot create its folder " + dir.string() + " (" +
+                  ec.message() + "); choose a writable location");
   }
   return ctx;
 }
@@ -62,23 +69,61 @@ TrainerOptions trainer_options(const RunContext& ctx, std::int64_t total_steps, 
   t.progress = o.progress != "off";
   t.progress_options = progress_options(o.progress);
   t.config_json = config_json;
+  t.allow_nonfinite = o.allow_nonfinite;
   return t;
 }
 
 nlohmann::json checkpoint_config(const std::string& path, const std::string& task,
                                  const std::string& preset) {
-  const CheckpointInfo info = read_checkpoint_info(path);
+  const CheckpointInfo info = read_checkpoint_info(path);  // stag.config is valid JSON
   nlohmann::json j = nlohmann::json::parse(info.config_json);
-  if (j.value("format", "") != "stag-train/1")
+  // A field as a string ("" when absent); stag::Error naming the field when it is not one.
+  auto text = [&](const char* key) -> std::string {
+    if (!j.is_object() || !j.contains(key)) return "";
+    if (!j[key].is_string())
+      throw Error("stag-train: checkpoint " + path + ": stag.config field \"" + key + "\" is " +
+                  j[key].dump() + ", not a string");
+    return j[key].get<std::string>();
+  };
+  if (text("format") != "stag-train/1")
     throw Error("stag-train: " + path +
                 " was not written by stag-train (its config has no \"format\": \"stag-train/1\")");
-  if (j.value("task", "") != task)
-    throw Error("stag-train: " + path + " is a '" + j.value("task", "") + "' checkpoint, not '" +
-                task + "'");
-  if (j.value("preset", "") != preset)
-    throw Error("stag-train: " + path + " holds preset '" + j.value("preset", "") +
-                "'; pass --model " + j.value("preset", ""));
+  if (text("task") != task)
+    throw Error("stag-train: " + path + " is a '" + text("task") + "' checkpoint, not '" + task +
+                "'");
+  if (text("preset") != preset)
+    throw Error("stag-train: " + path + " holds preset '" + text("preset") + "'; pass --model " +
+                text("preset"));
   return j;
+}
+
+const nlohmann::json& config_field(const nlohmann::json& config, const char* key,
+                                   const std::string& path) {
+  if (!config.is_object() || !config.contains(key))
+    throw Error("stag-train: checkpoint " + path + ": its stag.config has no \"" + key +
+                "\" (was it written by another version of stag-train?)");
+  return config[key];
+}
+
+void check_resume_flags(const std::string& path, const nlohmann::json& config,
+                        const RunOptions& o) {
+  // NOTE: exact resume replays the same batches; these flags decide what the batches are.
+  if (!config.contains("run") || !config["run"].is_object()) return;
+  const nlohmann::json& run = config["run"];
+  const nlohmann::json now = to_json(o);
+  std::string diffs;
+  for (const char* key : {"data", "tokenizer", "limit", "batch_size", "accumulation", "max_len",
+                          "bucket", "lowercase", "token_dropout", "seed"}) {
+    if (!run.contains(key) || !now.contains(key) || run[key] == now[key]) continue;
+    std::string flag = key;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    diffs += (diffs.empty() ? "" : ", ") + ("--" + flag) + " " + now[key].dump() +
+             " (the checkpoint's run had " + run[key].dump() + ")";
+  }
+  if (!diffs.empty())
+    throw Error("stag-train: --resume " + path + ": " + diffs +
+                ": a resumed run must see the same batches as the run it continues. Resume with "
+                "the checkpoint's values, or start a new run in another --out");
 }
 
 std::int64_t planned_steps(const RunOptions& o, std::size_t batches_per_epoch) {

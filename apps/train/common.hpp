@@ -53,6 +53,24 @@ TrainerOptions trainer_options(const RunContext& ctx, std::int64_t total_steps, 
 // match this run's; stag::Error naming the difference otherwise.
 nlohmann::json checkpoint_config(const std::string& path, const std::string& task,
                                  const std::string& preset);
+// A field of such a config; stag::Error naming the file and the field when it has none.
+const nlohmann::json& config_field(const nlohmann::json& config, const char* key,
+                                   const std::string& path);
+// --resume: the flags that decide the batches (data, tokenizer, limit, batch size, accumulation,
+// max length, bucketing, seed, ...) must be those of the checkpoint's run; stag::Error naming
+// each flag with both values otherwise.
+// Runs `read` (which parses a part of a checkpoint's config) and adds the file and the field to
+// the stag::Error it throws.
+template <class F>
+auto from_checkpoint(const std::string& path, const char* field, F&& read) {
+  try {
+    return read();
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (in checkpoint " + path + ", stag.config field \"" +
+                field + "\")");
+  }
+}
+void check_resume_flags(const std::string& path, const nlohmann::json& config, const RunOptions& o);
 
 // Optimizer steps in `epochs` epochs of `batches_per_epoch` micro-batches (or --max-steps).
 std::int64_t planned_steps(const RunOptions& o, std::size_t batches_per_epoch);

@@ -63,8 +63,11 @@ struct G2p {
     nlohmann::ordered_json config = run_config(ctx, C);
     data::CharTokenizer letters;
     if (!ctx.resume.empty()) {
-      letters = data::CharTokenizer::from_json(
-          checkpoint_config(ctx.resume, "g2p", o.model).at("letters").dump());
+      const nlohmann::json saved = checkpoint_config(ctx.resume, "g2p", o.model);
+      if (!o.eval_only) check_resume_flags(ctx.resume, saved, o);
+      letters = from_checkpoint(ctx.resume, "letters", [&] {
+        return data::CharTokenizer::from_json(config_field(saved, "letters", ctx.resume).dump());
+      });
     } else {
       std::vector<std::string> words;
       for (const data::G2pExample& e : split.train.examples) words.push_back(e.word);
@@ -110,6 +113,8 @@ struct G2p {
                      .best_path = o.keep_best ? best_path(ctx) : std::string(),
                      .best_metric = "token_accuracy",
                      .higher_is_better = true};
+      fit.max_seconds = o.max_seconds;
+      fit.force = o.force;
       fit.evaluate = [&](Trainer& t) {
         const EvalStats s = t.evaluate(quick);
         MetricsRecord r{.split = "valid"};

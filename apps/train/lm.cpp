@@ -59,12 +59,18 @@ struct Lm {
           std::min(split.train.documents.size(), static_cast<std::size_t>(o.limit)));
 
     nlohmann::ordered_json config = run_config(ctx, C);
-    const TextTokenizer tok =
-        !ctx.resume.empty()
-            ? TextTokenizer::from_json(checkpoint_config(ctx.resume, "lm", o.model).at("tokenizer"))
-            : TextTokenizer::learn(o.tokenizer, split.train.documents,
-                                   static_cast<std::size_t>(C.vocab),
-                                   static_cast<std::size_t>(o.bpe_vocab));
+    const nlohmann::json saved =
+        ctx.resume.empty() ? nlohmann::json() : checkpoint_config(ctx.resume, "lm", o.model);
+    if (!ctx.resume.empty() && !o.eval_only) check_resume_flags(ctx.resume, saved, o);
+    const TextTokenizer tok = !ctx.resume.empty()
+                                  ? from_checkpoint(ctx.resume, "tokenizer",
+                                                    [&] {
+                                                      return TextTokenizer::from_json(config_field(
+                                                          saved, "tokenizer", ctx.resume));
+                                                    })
+                                  : TextTokenizer::learn(o.tokenizer, split.train.documents,
+                                                         static_cast<std::size_t>(C.vocab),
+                                                         static_cast<std::size_t>(o.bpe_vocab));
     if (tok.vocab_size() > static_cast<std::size_t>(C.vocab))
       throw Error("stag-train lm: the tokenizer has " + std::to_string(tok.vocab_size()) +
                   " ids, preset '" + o.model + "' only " + std::to_string(C.vocab));
@@ -108,6 +114,8 @@ struct Lm {
                      .best_path = o.keep_best ? best_path(ctx) : std::string(),
                      .best_metric = "bpc",
                      .higher_is_better = false};
+      fit.max_seconds = o.max_seconds;
+      fit.force = o.force;
       fit.evaluate = [&](Trainer& t) {
         const EvalStats s = t.evaluate(quick.batches);
         MetricsRecord r{.split = "valid"};

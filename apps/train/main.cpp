@@ -7,7 +7,11 @@
 #include <cstdio>
 #include <cstring>
 
+#include <optional>
+
 #include <CLI/CLI.hpp>
+
+#include <stag/runtime/train/run_guard.hpp>
 
 #include "tasks.hpp"
 
@@ -62,6 +66,10 @@ int run(int argc, char** argv) {
     }
     validate(s.opt, s.task);
     RunContext ctx = make_context(s.task, s.opt);
+    // One run per output folder: a second one would overwrite this one's checkpoints (an
+    // evaluation only reads, and atomic saves never show it half a file).
+    std::optional<RunLock> lock;
+    if (!s.opt.eval_only) lock.emplace(s.opt.out, RunLockOptions{.force = s.opt.force});
     switch (s.task) {
       case Task::classify:
         return run_classify(ctx);

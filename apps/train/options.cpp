@@ -27,6 +27,7 @@ RunOptions defaults_for(Task task) {
   o.lowercase = task == Task::classify;
   o.limit = 0;
   o.max_steps = 0;
+  o.max_seconds = 0;
   o.accumulation = 1;
   o.lr_schedule = "cosine";
   o.min_lr = 0;
@@ -48,6 +49,8 @@ RunOptions defaults_for(Task task) {
   o.keep_best = task == Task::classify;
   o.eval_only = false;
   o.progress = "auto";
+  o.force = false;
+  o.allow_nonfinite = false;
   o.out = std::string("runs/") + task_name(task);
   switch (task) {
     case Task::classify:
@@ -108,6 +111,10 @@ const char* help_for(const std::string& field) {
       {"epochs", "Passes over the training split"},
       {"max_steps",
        "Train for this many optimizer steps, however many epochs that takes (0: --epochs decides)"},
+      {"max_seconds",
+       "Stop after this many seconds of training (then evaluate and save as at the end); the "
+       "linear and cosine schedules are shortened to the steps that fit, measured over the first "
+       "20 steps (0: no limit)"},
       {"batch_size", "Examples (LM: windows) per micro-batch"},
       {"accumulation", "Micro-batches per optimizer step (gradient accumulation)"},
       {"lr", "Peak learning rate"},
@@ -152,6 +159,12 @@ const char* help_for(const std::string& field) {
        "Only evaluate a checkpoint: --resume PATH, else --save PATH, else <out>/model.safetensors"},
       {"metrics", "Metrics log, JSON lines (default: <out>/metrics.jsonl)"},
       {"progress", "Progress line: auto, terminal, plain, off"},
+      {"force",
+       "Run even when another run holds the lock of --out (the two would overwrite each other's "
+       "checkpoints)"},
+      {"allow_nonfinite",
+       "Load a checkpoint even if a tensor holds NaN or infinite values (to inspect a diverged "
+       "run)"},
       {"export_data",
        "classify: also write the tokenised train/val/test splits to this JSON file "
        "(tools/torch_classifier.py reads it)"},
@@ -196,7 +209,17 @@ void validate(const RunOptions& o, Task task) {
   if (o.max_len < 2) fail("max-len", "must be at least 2");
   if (o.batch_size < 1) fail("batch-size", "must be positive");
   if (o.accumulation < 1) fail("accumulation", "must be positive");
+  if (o.max_steps < 0)
+    fail("max-steps",
+         std::to_string(o.max_steps) + " is negative; give a positive count (0: --epochs decides)");
   if (o.epochs < 1 && o.max_steps < 1) fail("epochs", "must be positive (or give --max-steps)");
+  if (!(o.max_seconds >= 0)) fail("max-seconds", "must not be negative (0: no time limit)");
+  if (o.checkpoint_every < 0)
+    fail("checkpoint-every", std::to_string(o.checkpoint_every) +
+                                 " is negative; give a step count (0: only at the end)");
+  if (o.eval_every < 0)
+    fail("eval-every",
+         std::to_string(o.eval_every) + " is negative; give a step count (0: every epoch)");
   if (!(o.lr > 0)) fail("lr", "must be positive");
   if (o.warmup < 0) fail("warmup", "must not be negative");
   if (o.min_lr < 0 || o.min_lr > o.lr) fail("min-lr", "must be between 0 and --lr");

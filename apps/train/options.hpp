@@ -31,6 +31,7 @@ struct ModelOptions {
       (std::int64_t, limit),  // use only the first N training examples (0: all), for smoke tests
       // How long and how.
       (std::int64_t, epochs), (std::int64_t, max_steps),  // 0: epochs decide
+      (double, max_seconds),  // stop (evaluate, save) after this long; 0: no limit
       (std::int64_t, batch_size),
       (std::int64_t, accumulation),  // micro-batches of batch_size per optimizer step
       (double, lr),                  // peak learning rate
@@ -64,6 +65,8 @@ struct OutputOptions {
       (bool, eval_only),                 // evaluate the checkpoint (--resume or --save path) only
       (std::string, metrics),            // JSON lines (default: <out>/metrics.jsonl)
       (std::string, progress),           // auto, terminal, plain, off
+      (bool, force),                     // run even if another run holds --out's lock
+      (bool, allow_nonfinite),           // load checkpoints with NaN/Inf values anyway
       (std::string, export_data),  // classify: write the tokenised splits as JSON (for tools/)
       (std::string,
        dump_logits)  // classify: write 16 validation texts' logits as JSON (for tools/)

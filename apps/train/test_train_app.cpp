@@ -3,6 +3,7 @@
 // of the flags, the tokeniser's JSON round trip, and the masked-LM batches (their statistics, and
 // that a model trained on them learns from context). Expected values are worked out by hand.
 #include <cmath>
+#include <functional>
 
 #include <catch2/catch.hpp>
 
@@ -12,6 +13,7 @@
 #include <stag/runtime/train/trainer.hpp>
 
 #include "bow.hpp"
+#include "common.hpp"
 #include "mlm.hpp"
 #include "options.hpp"
 #include "reflect.hpp"
@@ -229,6 +231,68 @@ TEST_CASE("the run's tokenizer survives the checkpoint's JSON", "[train_app]") {
     for (std::int32_t id : t.encode("héllo")) chars += t.chars_of(id);
     CHECK(chars == 5);  // é is one character even when BPE splits its two bytes
   }
+}
+
+// The message of the stag::Error `fn` throws ("" for none); any other exception fails the test.
+std::string stag_error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST_CASE("negative counts and values a preset cannot hold are refused by flag",
+          "[train_app][reliability]") {
+  // Each of these used to be accepted: --max-steps -5 trained nothing and exited 0.
+  const std::pair<std::function<void(RunOptions&)>, std::string> cases[] = {
+      {[](RunOptions& o) { o.max_steps = -5; }, "--max-steps: -5 is negative"},
+      {[](RunOptions& o) { o.checkpoint_every = -1; }, "--checkpoint-every: -1 is negative"},
+      {[](RunOptions& o) { o.eval_every = -2; }, "--eval-every: -2 is negative"},
+      {[](RunOptions& o) { o.max_seconds = -1; }, "--max-seconds: must not be negative"}};
+  for (const auto& [edit, want] : cases) {
+    RunOptions o = defaults_for(Task::lm);
+    edit(o);
+    CHECK_THAT(stag_error_of([&] { validate(o, Task::lm); }), Catch::Contains(want));
+  }
+  // --bpe-vocab above the preset's vocabulary was clamped to it silently.
+  const std::vector<std::string> texts = {"hello world", "hello there"};
+  CHECK_THAT(stag_error_of([&] { TextTokenizer::learn("bpe", texts, 2048, 100000); }),
+             Catch::Contains("--bpe-vocab 100000 is above the 2048 ids"));
+}
+
+TEST_CASE("a checkpoint's tokenizer with wrongly typed fields is a stag::Error",
+          "[train_app][reliability]") {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"kind": 5, "tokenizer": {}})", "no \"kind\" string"},
+      {R"({"kind": "char"})", "no \"tokenizer\" object"},
+      {R"({"kind": "word", "tokenizer": {"words": [1, 2]}})", "no \"words\" list of strings"},
+      {R"({"kind": "char", "tokenizer": {"type": "char", "version": "1"}})",
+       R"("version" is "1")"}};
+  for (const auto& [json, want] : cases) {
+    INFO(json);
+    CHECK_THAT(stag_error_of([&] { TextTokenizer::from_json(nlohmann::json::parse(json)); }),
+               Catch::Contains(want));
+  }
+}
+
+TEST_CASE("resuming with flags that change the batches is refused, naming both values",
+          "[train_app][reliability]") {
+  RunOptions saved = defaults_for(Task::lm);
+  saved.batch_size = 1;
+  saved.limit = 200;
+  const nlohmann::json config = {{"run", to_json(saved)}};
+  RunOptions o = saved;
+  o.max_steps = 50;  // a longer run is fine
+  check_resume_flags("runs/h/model.safetensors", config, o);
+  o.batch_size = 64;
+  o.limit = 100;
+  CHECK(stag_error_of([&] { check_resume_flags("runs/h/model.safetensors", config, o); }) ==
+        "stag-train: --resume runs/h/model.safetensors: --limit 100 (the checkpoint's run had "
+        "200), --batch-size 64 (the checkpoint's run had 1): a resumed run must see the same "
+        "batches as the run it continues. Resume with the checkpoint's values, or start a new run "
+        "in another --out");
 }
 
 }  // namespace

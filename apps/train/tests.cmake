@@ -77,3 +77,58 @@ add_test(NAME stag_train.svg_fail COMMAND stag-train classify ${quick} --limit 1
 set_tests_properties(stag_train.svg_fail PROPERTIES LABELS unit FIXTURES_REQUIRED svgfail
   ENVIRONMENT "OMP_WAIT_POLICY=passive" SKIP_RETURN_CODE 77
   PASS_REGULAR_EXPRESSION "could not draw the model graph .*training is unaffected.*val_accuracy: ")
+
+# Runs users can trust (issue 14): each of these was accepted, hung or crashed before.
+# A second run in a folder that a running one holds is refused, naming it; --force goes on.
+add_test(NAME stag_train.run_lock COMMAND sh ${STAG_TRAIN_DIR}/run_lock_test.sh $<TARGET_FILE:stag-train>
+         ${smoke}/lock)
+set_tests_properties(stag_train.run_lock PROPERTIES LABELS unit ENVIRONMENT "OMP_WAIT_POLICY=passive"
+  SKIP_RETURN_CODE 77 TIMEOUT 300
+  PASS_REGULAR_EXPRESSION "is in use by another run \\(pid [0-9]+, started [^)]*stag-train lm.*pass --force.*going on anyway \\(--force\\)")
+# Resuming with another batch size would replay other batches (and used to spin forever when the
+# saved position lay past the new epoch's end): refused, naming both values.
+add_test(NAME stag_train.resume_other_batch_size COMMAND stag-train lm ${quick} --limit 300 --max-steps 8
+         --batch-size 64 --max-len 32 --accumulation 2 --out ${smoke}/lm --resume ${smoke}/lm/model.safetensors)
+set_tests_properties(stag_train.resume_other_batch_size PROPERTIES DEPENDS stag_train.lm TIMEOUT 120
+  PASS_REGULAR_EXPRESSION "--batch-size 64 \\(the checkpoint's run had 4\\): a resumed run must see the same batches")
+# Flags that used to be accepted (or silently clamped).
+add_test(NAME stag_train.negative_max_steps COMMAND stag-train lm --max-steps -5 --out ${smoke}/neg)
+set_tests_properties(stag_train.negative_max_steps PROPERTIES PASS_REGULAR_EXPRESSION "--max-steps: -5 is negative")
+add_test(NAME stag_train.negative_checkpoint_every COMMAND stag-train --checkpoint-every -3 --out ${smoke}/neg)
+set_tests_properties(stag_train.negative_checkpoint_every PROPERTIES PASS_REGULAR_EXPRESSION "--checkpoint-every: -3 is negative")
+add_test(NAME stag_train.negative_eval_every COMMAND stag-train g2p --eval-every -1 --out ${smoke}/neg)
+set_tests_properties(stag_train.negative_eval_every PROPERTIES PASS_REGULAR_EXPRESSION "--eval-every: -1 is negative")
+add_test(NAME stag_train.bpe_vocab_above_preset COMMAND stag-train lm ${quick} --model small-bpe --tokenizer bpe
+         --bpe-vocab 100000 --limit 50 --max-steps 1 --out ${smoke}/bpe_vocab)
+set_tests_properties(stag_train.bpe_vocab_above_preset PROPERTIES SKIP_RETURN_CODE 77
+  PASS_REGULAR_EXPRESSION "--bpe-vocab 100000 is above the 2048 ids of the preset's vocabulary")
+add_test(NAME stag_train.classify_max_len_above_preset COMMAND stag-train classify ${quick} --model small
+         --max-len 1000 --limit 50 --epochs 1 --out ${smoke}/max_len)
+set_tests_properties(stag_train.classify_max_len_above_preset PROPERTIES SKIP_RETURN_CODE 77
+  PASS_REGULAR_EXPRESSION "--max-len 1000 is above the 128 positions of preset 'small'")
+# An unwritable checkpoint location is found before step 1, not at the end of the run.
+file(WRITE ${smoke}/not_a_folder "a file where the checkpoint's folder should be\n")
+add_test(NAME stag_train.unwritable_checkpoint COMMAND stag-train lm ${quick} --limit 50 --max-steps 3
+         --batch-size 2 --max-len 16 --out ${smoke}/unwritable --save ${smoke}/not_a_folder/model.safetensors)
+set_tests_properties(stag_train.unwritable_checkpoint PROPERTIES SKIP_RETURN_CODE 77
+  PASS_REGULAR_EXPRESSION "not_a_folder/model.safetensors: cannot create its folder")
+set_tests_properties(stag_train.resume_other_batch_size stag_train.negative_max_steps
+  stag_train.negative_checkpoint_every stag_train.negative_eval_every stag_train.bpe_vocab_above_preset
+  stag_train.classify_max_len_above_preset stag_train.unwritable_checkpoint PROPERTIES LABELS unit
+  ENVIRONMENT "OMP_WAIT_POLICY=passive")
+if(TARGET stag-generate)
+  # A tokeniser file with a field of the wrong JSON type: an error naming the file and the field
+  # (it was nlohmann's type_error, uncaught: SIGABRT).
+  file(WRITE ${smoke}/type5_tokenizer.json "{\"type\": 5}\n")
+  add_test(NAME stag_train.generate_bad_tokenizer COMMAND stag-generate --checkpoint ${smoke}/lm/model.safetensors
+           --tokenizer ${smoke}/type5_tokenizer.json --max-new-tokens 4)
+  set_tests_properties(stag_train.generate_bad_tokenizer PROPERTIES DEPENDS stag_train.lm
+    PASS_REGULAR_EXPRESSION "stag-generate: tokenizer: \"type\" is 5, not a string .*\\(in .*type5_tokenizer.json\\)")
+  # A cache that cannot fit in memory is refused by its size (it said "weight ... is not a parameter").
+  add_test(NAME stag_train.generate_huge_max_len COMMAND stag-generate --checkpoint ${smoke}/lm/model.safetensors
+           --max-len 1e8 --max-new-tokens 4)
+  set_tests_properties(stag_train.generate_huge_max_len PROPERTIES DEPENDS stag_train.lm
+    PASS_REGULAR_EXPRESSION "a cache of 100000000 positions \\(max_len\\) needs [0-9.]+ GiB of key/value cache")
+  set_tests_properties(stag_train.generate_bad_tokenizer stag_train.generate_huge_max_len PROPERTIES
+    LABELS unit ENVIRONMENT "OMP_WAIT_POLICY=passive")
+endif()

@@ -71,9 +71,14 @@ TextTokenizer TextTokenizer::learn(const std::string& kind, std::span<const std:
   t.kind_ = kind;
   if (kind == "char")
     t.tok_ = data::CharTokenizer::build(texts, 1, max_vocab);
-  else if (kind == "bpe")
-    t.tok_ = data::BpeTokenizer::train(texts, std::min(max_vocab, bpe_vocab));
-  else if (kind == "word")
+  else if (kind == "bpe") {
+    if (bpe_vocab > max_vocab)
+      throw Error("stag-train: --bpe-vocab " + std::to_string(bpe_vocab) + " is above the " +
+                  std::to_string(max_vocab) +
+                  " ids of the preset's vocabulary; give at most that (or a preset with a larger "
+                  "vocabulary, see --list-models)");
+    t.tok_ = data::BpeTokenizer::train(texts, bpe_vocab);
+  } else if (kind == "word")
     t.tok_ = learn_words(texts, max_vocab);
   else
     throw Error("stag-train: unknown tokenizer '" + kind + "' (char, bpe or word)");
@@ -83,15 +88,26 @@ TextTokenizer TextTokenizer::learn(const std::string& kind, std::span<const std:
 
 TextTokenizer TextTokenizer::from_json(const nlohmann::json& j) {
   TextTokenizer t;
-  t.kind_ = j.at("kind").get<std::string>();
-  const std::string body = j.at("tokenizer").dump();
+  // NOTE: each field's JSON type is checked first: nlohmann's at() and get<> would throw its
+  // own exceptions, which name no field.
+  if (!j.is_object() || !j.contains("kind") || !j["kind"].is_string())
+    throw Error(
+        "stag-train: the checkpoint's tokenizer has no \"kind\" string (char, bpe or word)");
+  if (!j.contains("tokenizer") || !j["tokenizer"].is_object())
+    throw Error("stag-train: the checkpoint's tokenizer has no \"tokenizer\" object");
+  t.kind_ = j["kind"].get<std::string>();
+  const std::string body = j["tokenizer"].dump();
   if (t.kind_ == "char")
     t.tok_ = data::CharTokenizer::from_json(body);
   else if (t.kind_ == "bpe")
     t.tok_ = data::BpeTokenizer::from_json(body);
-  else if (t.kind_ == "word")
-    t.tok_ = word_vocab(j.at("tokenizer").at("words").get<std::vector<std::string>>());
-  else
+  else if (t.kind_ == "word") {
+    const nlohmann::json& words = j["tokenizer"].value("words", nlohmann::json());
+    if (!words.is_array() ||
+        !std::all_of(words.begin(), words.end(), [](const auto& w) { return w.is_string(); }))
+      throw Error("stag-train: the checkpoint's word tokenizer has no \"words\" list of strings");
+    t.tok_ = word_vocab(words.get<std::vector<std::string>>());
+  } else
     throw Error("stag-train: the checkpoint's tokenizer kind '" + t.kind_ +
                 "' is not char, bpe or word");
   t.index_chars();

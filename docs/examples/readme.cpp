@@ -5,8 +5,8 @@
 // snippet-begin: example
 #include <stag/stag.hpp>
 
-constexpr auto batch = stag::sym<"batch">;
-constexpr auto seq = stag::sym<"seq">;
+STAG_SYMBOL(batch);  // stag::sym<"batch"> too; this spelling prints by name in errors
+STAG_SYMBOL(seq);
 
 constexpr auto net = stag::model([](stag::Builder& g) {
   auto x = stag::input<"x", stag::Shape<batch, seq, 64>>(g);

@@ -246,36 +246,48 @@ BpeTokenizer BpeTokenizer::from_json(std::string_view text) {
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("stag::data: BpeTokenizer: invalid JSON: ") + e.what());
   }
-  if (!j.is_object() || j.value("type", "") != "byte-bpe")
+  if (!j.is_object())
     throw Error(
-        "stag::data: BpeTokenizer: not a byte-level BPE tokeniser (expected \"type\": "
-        "\"byte-bpe\")");
-  if (j.value("version", 0) != 1)
-    throw Error("stag::data: BpeTokenizer: unsupported version (expected 1)");
-  const std::vector<std::string> special(std::begin(kSpecialTokens), std::end(kSpecialTokens));
-  if (!j.contains("special") || j["special"] != nlohmann::json(special))
-    throw Error("stag::data: BpeTokenizer: special tokens differ from <pad>, <unk>, <bos>, <eos>");
-  if (!j.contains("merges") || !j["merges"].is_array())
-    throw Error("stag::data: BpeTokenizer: missing \"merges\" array");
-  BpeTokenizer tok;
-  for (std::size_t i = 0; i < j["merges"].size(); ++i) {
-    const nlohmann::json& m = j["merges"][i];
-    const auto limit = static_cast<std::int64_t>(tok.vocab_size());
-    const auto valid = [&](const nlohmann::json& v) {
-      return v.is_number_integer() && v.get<std::int64_t>() >= kFirstByteId &&
-             v.get<std::int64_t>() < limit;
-    };
-    if (!m.is_array() || m.size() != 2 || !valid(m[0]) || !valid(m[1]))
-      throw Error("stag::data: BpeTokenizer: merges[" + std::to_string(i) + "] = " + m.dump() +
-                  " is not a pair of earlier token ids in [" + std::to_string(kFirstByteId) + ", " +
-                  std::to_string(limit) + ")");
-    const auto a = m[0].get<std::int32_t>(), b = m[1].get<std::int32_t>();
-    if (tok.rank_.count(pair_key(a, b)))
-      throw Error("stag::data: BpeTokenizer: merges[" + std::to_string(i) +
-                  "] repeats an earlier merge");
-    tok.add_merge(a, b);
+        "stag::data: BpeTokenizer: not a byte-level BPE tokeniser (the JSON is not an object)");
+  // NOTE: every field is checked for its JSON type before it is read: nlohmann's get<> and
+  // value() throw type_error otherwise, which is not a stag::Error and names no field.
+  if (!j.contains("type") || j["type"] != "byte-bpe")
+    throw Error("stag::data: BpeTokenizer: not a byte-level BPE tokeniser: \"type\" is " +
+                (j.contains("type") ? j["type"].dump() : std::string("missing")) +
+                ", expected \"byte-bpe\"");
+  if (!j.contains("version") || j["version"] != 1)
+    throw Error("stag::data: BpeTokenizer: \"version\" is " +
+                (j.contains("version") ? j["version"].dump() : std::string("missing")) +
+                ", this build reads version 1");
+  try {
+    const std::vector<std::string> special(std::begin(kSpecialTokens), std::end(kSpecialTokens));
+    if (!j.contains("special") || j["special"] != nlohmann::json(special))
+      throw Error(
+          "stag::data: BpeTokenizer: special tokens differ from <pad>, <unk>, <bos>, <eos>");
+    if (!j.contains("merges") || !j["merges"].is_array())
+      throw Error("stag::data: BpeTokenizer: missing \"merges\" array");
+    BpeTokenizer tok;
+    for (std::size_t i = 0; i < j["merges"].size(); ++i) {
+      const nlohmann::json& m = j["merges"][i];
+      const auto limit = static_cast<std::int64_t>(tok.vocab_size());
+      const auto valid = [&](const nlohmann::json& v) {
+        return v.is_number_integer() && v.get<std::int64_t>() >= kFirstByteId &&
+               v.get<std::int64_t>() < limit;
+      };
+      if (!m.is_array() || m.size() != 2 || !valid(m[0]) || !valid(m[1]))
+        throw Error("stag::data: BpeTokenizer: merges[" + std::to_string(i) + "] = " + m.dump() +
+                    " is not a pair of earlier token ids in [" + std::to_string(kFirstByteId) +
+                    ", " + std::to_string(limit) + ")");
+      const auto a = m[0].get<std::int32_t>(), b = m[1].get<std::int32_t>();
+      if (tok.rank_.count(pair_key(a, b)))
+        throw Error("stag::data: BpeTokenizer: merges[" + std::to_string(i) +
+                    "] repeats an earlier merge");
+      tok.add_merge(a, b);
+    }
+    return tok;
+  } catch (const nlohmann::json::exception& e) {  // a backstop: the checks should catch all
+    throw Error(std::string("stag::data: BpeTokenizer: ") + e.what());
   }
-  return tok;
 }
 
 void BpeTokenizer::save(const std::filesystem::path& path) const {

@@ -100,30 +100,43 @@ CharTokenizer CharTokenizer::from_json(std::string_view text) {
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("stag::data: CharTokenizer: invalid JSON: ") + e.what());
   }
-  if (!j.is_object() || j.value("type", "") != "char")
-    throw Error(
-        "stag::data: CharTokenizer: not a character tokeniser (expected \"type\": \"char\")");
-  if (j.value("version", 0) != 1)
-    throw Error("stag::data: CharTokenizer: unsupported version (expected 1)");
-  const std::vector<std::string> special(std::begin(kSpecialTokens), std::end(kSpecialTokens));
-  if (!j.contains("special") || j["special"] != nlohmann::json(special))
-    throw Error("stag::data: CharTokenizer: special tokens differ from <pad>, <unk>, <bos>, <eos>");
-  if (!j.contains("chars") || !j["chars"].is_array())
-    throw Error("stag::data: CharTokenizer: missing \"chars\" array");
-  CharTokenizer tok;
-  for (std::size_t i = 0; i < j["chars"].size(); ++i) {
-    const nlohmann::json& c = j["chars"][i];
-    const std::u32string cps = c.is_string() ? decode_utf8(c.get<std::string>()) : std::u32string{};
-    if (cps.size() != 1 || !is_valid_utf8(c.get<std::string>()))
-      throw Error("stag::data: CharTokenizer: chars[" + std::to_string(i) +
-                  "] is not one UTF-8 character");
-    if (tok.chars_.find(cps[0]) != std::u32string::npos)
-      throw Error("stag::data: CharTokenizer: chars[" + std::to_string(i) +
-                  "] repeats an earlier character");
-    tok.chars_.push_back(cps[0]);
+  if (!j.is_object())
+    throw Error("stag::data: CharTokenizer: not a character tokeniser (the JSON is not an object)");
+  // NOTE: every field is checked for its JSON type before it is read: nlohmann's get<> and
+  // value() throw type_error otherwise, which is not a stag::Error and names no field.
+  if (!j.contains("type") || j["type"] != "char")
+    throw Error("stag::data: CharTokenizer: not a character tokeniser: \"type\" is " +
+                (j.contains("type") ? j["type"].dump() : std::string("missing")) +
+                ", expected \"char\"");
+  if (!j.contains("version") || j["version"] != 1)
+    throw Error("stag::data: CharTokenizer: \"version\" is " +
+                (j.contains("version") ? j["version"].dump() : std::string("missing")) +
+                ", this build reads version 1");
+  try {
+    const std::vector<std::string> special(std::begin(kSpecialTokens), std::end(kSpecialTokens));
+    if (!j.contains("special") || j["special"] != nlohmann::json(special))
+      throw Error(
+          "stag::data: CharTokenizer: special tokens differ from <pad>, <unk>, <bos>, <eos>");
+    if (!j.contains("chars") || !j["chars"].is_array())
+      throw Error("stag::data: CharTokenizer: missing \"chars\" array");
+    CharTokenizer tok;
+    for (std::size_t i = 0; i < j["chars"].size(); ++i) {
+      const nlohmann::json& c = j["chars"][i];
+      const std::u32string cps =
+          c.is_string() ? decode_utf8(c.get<std::string>()) : std::u32string{};
+      if (cps.size() != 1 || !is_valid_utf8(c.get<std::string>()))
+        throw Error("stag::data: CharTokenizer: chars[" + std::to_string(i) +
+                    "] is not one UTF-8 character");
+      if (tok.chars_.find(cps[0]) != std::u32string::npos)
+        throw Error("stag::data: CharTokenizer: chars[" + std::to_string(i) +
+                    "] repeats an earlier character");
+      tok.chars_.push_back(cps[0]);
+    }
+    tok.index();
+    return tok;
+  } catch (const nlohmann::json::exception& e) {  // a backstop: the checks should catch all
+    throw Error(std::string("stag::data: CharTokenizer: ") + e.what());
   }
-  tok.index();
-  return tok;
 }
 
 void CharTokenizer::save(const std::filesystem::path& path) const {

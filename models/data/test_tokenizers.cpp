@@ -1,9 +1,13 @@
 // Tests for UTF-8 handling, CharTokenizer and BpeTokenizer: round trips (ASCII, Chinese, emoji,
 // invalid UTF-8, arbitrary bytes), hand-computed vocabularies and merges, determinism, and
 // save/load. Expected ids below are worked out by hand from the documented id layout.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -217,4 +221,56 @@ TEST_CASE("BPE save/load gives an equal tokeniser; corrupt files are refused", "
                     Catch::Contains("not a byte-level BPE tokeniser"));
   CHECK_THROWS_WITH(BpeTokenizer::load("/nonexistent/bpe.json"),
                     Catch::Contains("run tools/data.sh"));
+}
+
+namespace {
+// The message of the stag::Error `fn` throws ("" for none); any other exception fails the test.
+std::string stag_error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const stag::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("tokeniser files with wrongly typed fields are stag::Errors naming the field",
+          "[data][reliability]") {
+  // Before the fix nlohmann's type_error escaped from these (SIGABRT in stag-generate).
+  const std::string special = R"("special":["<pad>","<unk>","<bos>","<eos>"])";
+  const std::pair<std::string, std::string> cases[] = {
+      {R"({"type": 5})",
+       R"(CharTokenizer: not a character tokeniser: "type" is 5, expected "char")"},
+      {R"({"type": "char", "version": "1"})",
+       R"(CharTokenizer: "version" is "1", this build reads version 1)"},
+      {R"({"type": "char", "version": 1, )" + special + R"(, "chars": [7]})",
+       "chars[0] is not one UTF-8 character"},
+      {R"({"type": "char", "version": 1, "special": 3, "chars": []})", "special tokens differ"},
+      {"[1, 2]", "CharTokenizer: not a character tokeniser (the JSON is not an object)"}};
+  for (const auto& [json, want] : cases) {
+    INFO(json);
+    CHECK_THAT(stag_error_of([&] { CharTokenizer::from_json(json); }), Catch::Contains(want));
+  }
+  const std::pair<std::string, std::string> bpe_cases[] = {
+      {R"({"type": 5})",
+       R"(BpeTokenizer: not a byte-level BPE tokeniser: "type" is 5, expected "byte-bpe")"},
+      {R"({"type": "byte-bpe", "version": [1]})",
+       R"("version" is [1], this build reads version 1)"},
+      {R"({"type": "byte-bpe", "version": 1, )" + special + R"(, "merges": [["a", 5]]})",
+       "merges[0]"},
+      {R"({"type": "byte-bpe", "version": 1, )" + special + R"(, "merges": {"a": 1}})",
+       "missing \"merges\" array"},
+      {"\"text\"", "not a byte-level BPE tokeniser (the JSON is not an object)"}};
+  for (const auto& [json, want] : bpe_cases) {
+    INFO(json);
+    CHECK_THAT(stag_error_of([&] { BpeTokenizer::from_json(json); }), Catch::Contains(want));
+  }
+  // From a file: the path is named too.
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("stag_test_tok_type_" + std::to_string(::getpid()) + ".json");
+  { std::ofstream(path) << R"({"type": 5})"; }
+  CHECK_THAT(stag_error_of([&] { CharTokenizer::load(path); }),
+             Catch::Contains(R"("type" is 5)") && Catch::Contains("(in " + path.string() + ")"));
+  std::filesystem::remove(path);
 }

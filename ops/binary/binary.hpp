@@ -45,9 +45,10 @@ STAG_BINARY_OPDEF(div, "÷", 0b01)
     constexpr ShapeResult r = rules::arith(SA::value, TA, SB::value, TB);                          \
     static_assert(r.err != ShapeErr::dtype,                                                        \
                   "stag::" #id ": operands must have the same numeric dtype (no implicit casts)"); \
-    static_assert(r.err != ShapeErr::broadcast,                                                    \
-                  "stag::" #id                                                                     \
-                  ": shapes are not broadcastable (numpy rules; symbols match by name)");          \
+    STAG_SHAPE_CHECK(r.err != ShapeErr::broadcast,                                                 \
+                     "stag::" #id                                                                  \
+                     ": shapes are not broadcastable (numpy rules; symbols match by name)",        \
+                     SA, SB);                                                                      \
     if constexpr (r.ok())                                                                          \
       return typed<r.shape, r.dtype, SA, SB>(fn(a.ref(), b.ref()));                                \
     else                                                                                           \

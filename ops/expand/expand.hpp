@@ -17,7 +17,7 @@ struct OpDef<OpId::expand> {
 };
 
 constexpr Ref expand(Ref x, const ShapeV& target) {
-  if (x.shape() == target) return x;
+  if (identical(x.shape(), target)) return x;
   return emit(OpId::expand, "expand", {x}, algebra::expand(x.shape(), target, x.dtype()));
 }
 

@@ -49,17 +49,38 @@ constexpr Ref matmul(Ref a, Ref b, bool trans_a = false, bool trans_b = false) {
 }
 
 namespace detail {
+// The shape type with its last two dims swapped (how matmul_nt sees its second operand).
+template <class S>
+struct transposed;
+template <auto... Ds>
+struct transposed<Shape<Ds...>> {
+  static constexpr ShapeV value = [] {
+    ShapeV v = Shape<Ds...>::value;
+    if (v.rank >= 2) {
+      const DimV t = v.dims[v.rank - 1];
+      v.dims[v.rank - 1] = v.dims[v.rank - 2];
+      v.dims[v.rank - 2] = t;
+    }
+    return v;
+  }();
+  using type = shape_t<value, syms_of_t<Shape<Ds...>>>;
+};
+template <class S>
+using transposed_t = typename transposed<S>::type;
+
 template <bool TA, bool TB, class SA, DType DA, class SB, DType DB>
 constexpr auto matmul_typed(Tensor<SA, DA> a, Tensor<SB, DB> b) {
   constexpr ShapeResult r = rules::matmul(SA::value, DA, SB::value, DB, TA, TB);
   static_assert(r.err != ShapeErr::dtype,
                 "stag::matmul: operands must be floating point tensors of the same dtype");
   static_assert(r.err != ShapeErr::rank, "stag::matmul: both operands need at least 2 dims");
-  static_assert(
+  STAG_SHAPE_CHECK(
       r.err != ShapeErr::inner_dim,
-      "stag::matmul: inner dimensions differ: A is [..., M, K] and B must be [..., K, N]");
-  static_assert(r.err != ShapeErr::batch_dims,
-                "stag::matmul: batch dimensions (all but the last two) are not broadcastable");
+      "stag::matmul: inner dimensions differ: A is [..., M, K] and B must be [..., K, N]", SA,
+      std::conditional_t<TB, transposed_t<SB>, SB>);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::batch_dims,
+                   "stag::matmul: batch dimensions (all but the last two) are not broadcastable",
+                   SA, SB);
   if constexpr (r.ok())
     return typed<r.shape, DA, SA, SB>(matmul(a.ref(), b.ref(), TA, TB));
   else

@@ -2,8 +2,9 @@
 //   view<batch, seq, 8, 64>(x [batch, seq, 512]) -> [batch, seq, 8, 64]
 //   view<batch * seq, 512>(x [batch, seq, 512])  -> [batch*seq, 512]
 //   unsqueeze<1>(mask [batch, seq]) -> [batch, 1, seq];  squeeze<1>(x [B, 1, S]) -> [B, S]
-// view requires equal element counts as monomials (static factors and the same symbols) and
-// keeps lone symbols in order, so [B,S,512] -> [S,512] and [B,S,D] -> [S,B,D] do not compile.
+// view requires equal element counts as monomials (static factors and the same symbols) and is
+// a sequence of splits and merges of adjacent axes, in order (graph/algebra.hpp, reshape), so
+// [B,S,512] -> [S,512], [B,S,D] -> [S,B,D] and [B,H,S,Dh] -> [B,S,H*Dh] do not compile.
 // PyTorch: x.view(...), x.unsqueeze(d), x.squeeze(d).
 #pragma once
 
@@ -32,29 +33,41 @@ struct OpDef<OpId::squeeze> {
 };
 
 constexpr Ref reshape(Ref x, const ShapeV& target) {
-  if (x.shape() == target) return x;
+  if (identical(x.shape(), target)) return x;
   return emit(OpId::reshape, "view", {x}, algebra::reshape(x.shape(), target, x.dtype()));
 }
 
-// NOTE: when a static_assert fails, view (like expand and squeeze) returns a placeholder
-// constant of the shape asked for, so that the user's later lines neither fail their own
-// checks nor throw during graph building: one mistake, one error. The graph is never used.
+// NOTE: when a check fails, view (like expand and squeeze) returns a placeholder constant of
+// the shape asked for, so that the user's later lines neither fail their own checks nor throw
+// during graph building: one mistake, one error. The graph is never used.
 template <auto... Ds, class S, DType T>
 constexpr auto view(Tensor<S, T> x) {
   using Target = canonical_t<Shape<Ds...>>;
   constexpr ShapeResult r = algebra::reshape(S::value, Target::value, T);
-  static_assert(r.err != ShapeErr::numel,
-                "stag::view: the element counts differ (input shape vs target shape)");
-  static_assert(r.err != ShapeErr::symbols,
-                "stag::view: the target drops or adds a symbolic dim (each symbol must be kept)");
-  static_assert(
-      r.err != ShapeErr::order,
-      "stag::view: the target reorders symbolic dims; view cannot move data, use permute");
+  constexpr algebra::ViewHint h =
+      r.ok() ? algebra::ViewHint{} : algebra::view_hint(S::value, Target::value);
+  using H = show::hint<h.kind, h.i, h.j>;
+  STAG_SHAPE_CHECK(r.err != ShapeErr::numel,
+                   "stag::view: the element counts differ (input shape, target shape)", S, Target);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::symbols,
+                   "stag::view: the target drops or adds a symbolic dim (each symbol must be kept)",
+                   S, Target);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::order,
+                   "stag::view: the target moves an axis past another (a view only splits an axis "
+                   "or merges adjacent axes, in order)",
+                   S, Target, H);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::regroup,
+                   "stag::view: adjacent axes are regrouped into others (a view only splits one "
+                   "axis or merges adjacent axes)",
+                   S, Target, H);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::dim_names,
+                   "stag::view: the split or merge does not follow the named dims in order", S,
+                   Target, H);
   register_syms<Target>(*x.b);
   if constexpr (r.ok())
     return Tensor<Target, T>{x.b, reshape(x.ref(), Target::value).id};
   else
-    return Tensor<Target, T>{x.b, full(*x.b, Target::value, 0, T).id};  // NOTE: see below
+    return Tensor<Target, T>{x.b, full(*x.b, Target::value, 0, T).id};  // NOTE: see above
 }
 
 constexpr Ref unsqueeze(Ref x, int axis) {

@@ -45,7 +45,8 @@ constexpr auto views = model([](Builder& g) {
   auto s = input<"s", Shape<>>(g);
   view<batch * seq, 12>(x).named("flat");
   view<batch, seq, 3, 4>(x).named("heads");
-  view<batch, seq, 2, 2, 3>(view<batch * seq, 3, 4>(x)).named("twice");
+  // [3, 4] -> [2, 2, 3] is no split or merge: it goes through the merged [12].
+  view<batch, seq, 2, 2, 3>(view<batch, seq, 12>(view<batch * seq, 3, 4>(x))).named("twice");
   unsqueeze<1>(ids).named("ids_u");
   squeeze<1>(unsqueeze<-2>(keep)).named("keep_us");
   unsqueeze<1>(unsqueeze<1>(keep)).named("keep_b11s");

@@ -109,11 +109,14 @@ constexpr auto softmax(Tensor<S, T> x, Tensor<SM, TM> keep) {
                 "stag::softmax: input must be floating point (f32 or f64)");
   static_assert(r.err != ShapeErr::axis, "stag::softmax: axis out of range for the input's rank");
   static_assert(r.err != ShapeErr::mask_dtype, "stag::softmax: the mask must be a bool tensor");
-  static_assert(r.err != ShapeErr::mask_rank,
-                "stag::softmax: the mask's rank differs from the scores' rank; unsqueeze it "
-                "explicitly (a [B, S] padding mask becomes [B, 1, 1, S] for [B, H, S, S] scores)");
-  static_assert(r.err != ShapeErr::mask_broadcast,
-                "stag::softmax: the mask does not broadcast to the scores (each dim equal or 1)");
+  STAG_SHAPE_CHECK(
+      r.err != ShapeErr::mask_rank,
+      "stag::softmax: the mask and the scores differ in rank; unsqueeze it "
+      "explicitly (a [B, S] padding mask becomes [B, 1, 1, S] for [B, H, S, S] scores)",
+      S, SM);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::mask_broadcast,
+                   "stag::softmax: the mask does not broadcast to the scores (each dim equal or 1)",
+                   S, SM);
   if constexpr (r.ok())
     return Tensor<S, T>{x.b, softmax(x.ref(), Axis, keep.ref()).id};
   else

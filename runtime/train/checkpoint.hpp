@@ -40,7 +40,28 @@ struct CheckpointLoadOptions {
   bool allow_unexpected = false;  // checkpoint tensors the model lacks are ignored
   // Only the tensors (on both sides) whose name it accepts are checked and copied; empty: all.
   std::function<bool(const std::string&)> select = {};
+  // A floating tensor with a NaN or an infinity is an error (the run that wrote it diverged)
+  // unless this is set (--allow-nonfinite: to inspect such a file).
+  bool allow_nonfinite = false;
+  // The config of the model loaded into (JSON, as saved): when shapes differ, the error leads
+  // with the config values that differ ("d_model 128 in the file, 192 in the model").
+  std::string expected_config = {};
 };
+
+// What check_finite found in the floating tensors of a store.
+struct FiniteReport {
+  std::int64_t nonfinite = 0;  // NaN and infinite elements, in all
+  std::string first_name;      // the first tensor (by name) that has one...
+  std::int64_t first_index = -1;
+  double first_value = 0;  // ...and that element
+  double max_abs = 0;      // the largest finite |value|
+  std::string max_abs_name;
+  // "tensor 'w' has 3 non-finite values (the first: nan at element 17)"; "" when none.
+  std::string describe() const;
+};
+// Scans the floating tensors of `store` (those `select` accepts; empty: all).
+FiniteReport check_finite(const NamedArrays& store,
+                          const std::function<bool(const std::string&)>& select = {});
 
 // Saves every tensor of `store` with `state` and `config_json` (which must parse as JSON).
 // Atomic (see save_safetensors): a crash leaves the previous checkpoint at `path` intact.

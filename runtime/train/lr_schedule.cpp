@@ -50,6 +50,13 @@ LrSchedule LrSchedule::cosine(double peak, std::int64_t warmup, std::int64_t tot
   return s;
 }
 
+LrSchedule LrSchedule::with_total(std::int64_t total) const {
+  if (kind_ != Kind::linear && kind_ != Kind::cosine) return *this;
+  LrSchedule s = linear(peak_, warmup_, total, floor_);
+  s.kind_ = kind_;
+  return s;
+}
+
 LrSchedule LrSchedule::inverse_sqrt(std::int64_t d_model, std::int64_t warmup, double scale) {
   require(d_model >= 1, "d_model must be >= 1, got " + std::to_string(d_model));
   require(warmup >= 1,

@@ -29,6 +29,9 @@ class LrSchedule {
   double peak() const;
   // E.g. "cosine(peak 0.0003, warmup 1000, total 100000, floor 3e-05)".
   std::string describe() const;
+  // The same schedule ending at `total` steps instead (linear and cosine; the others have no
+  // total and come back unchanged): what a time-boxed run uses once it knows its step rate.
+  LrSchedule with_total(std::int64_t total) const;
 
   Kind kind() const { return kind_; }
   std::int64_t warmup() const { return warmup_; }

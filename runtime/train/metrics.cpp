@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 
@@ -136,9 +137,28 @@ std::vector<MetricsRecord> read_metrics(const std::string& path) {
 void truncate_metrics(const std::string& path, std::int64_t step) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) return;  // nothing logged yet
-  std::string kept;
-  for (const MetricsRecord& r : read_metrics(path))
-    if (r.step <= step) kept += metrics_json(r) + "\n";
+  // NOTE: lines that do not parse (another writer's torn output, an edit) are dropped and
+  // counted rather than refused: the resumed run's own lines are what matters from here on.
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail_file(path, "cannot open");
+  std::string kept, line;
+  std::size_t bad = 0;
+  int first_bad = 0;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (line.empty()) continue;
+    try {
+      const MetricsRecord r = parse_metrics_json(line);
+      if (r.step <= step) kept += metrics_json(r) + "\n";
+    } catch (const Error&) {
+      if (bad++ == 0) first_bad = number;
+    }
+  }
+  in.close();
+  if (bad > 0)
+    std::fprintf(
+        stderr,
+        "stag: metrics file %s: dropped %zu line%s that did not parse (the first: line %d)\n",
+        path.c_str(), bad, bad == 1 ? "" : "s", first_bad);
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -154,18 +174,28 @@ void truncate_metrics(const std::string& path, std::int64_t step) {
 
 MetricsLog::MetricsLog(const std::string& path, bool append) : path_(path) {
   if (append) drop_torn_line(path);
-  file_ = std::fopen(path.c_str(), append ? "ab" : "wb");
-  if (file_ == nullptr) fail_file(path, std::string("cannot open: ") + std::strerror(errno));
+  // NOTE: O_APPEND, also for a fresh log (emptied first): every write lands at the end of the
+  // file as it is then, so a second writer cannot overwrite lines or leave a torn one between.
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (append ? 0 : O_TRUNC),
+               0644);
+  if (fd_ < 0) fail_file(path, std::string("cannot open: ") + std::strerror(errno));
 }
 
 MetricsLog::~MetricsLog() {
-  if (file_ != nullptr) std::fclose(file_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 void MetricsLog::write(const MetricsRecord& r) {
   const std::string line = metrics_json(r) + "\n";
-  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
-    fail_file(path_, std::string("cannot write: ") + std::strerror(errno));
+  const char* p = line.data();
+  std::size_t left = line.size();
+  while (left > 0) {  // one write(2) for a line of a regular file; the loop is for signals
+    const ssize_t w = ::write(fd_, p, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) fail_file(path_, std::string("cannot write: ") + std::strerror(errno));
+    p += w;
+    left -= static_cast<std::size_t>(w);
+  }
 }
 
 }  // namespace stag

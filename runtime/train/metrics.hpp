@@ -37,12 +37,15 @@ std::vector<MetricsRecord> read_metrics(const std::string& path);
 // Drops the records with a step above `step` (atomically, by rewriting the file), so a run
 // resumed from an earlier checkpoint does not leave lines from the abandoned steps behind.
 // Does nothing when the file does not exist.
+// Lines that do not parse are dropped too (counted on stderr).
 void truncate_metrics(const std::string& path, std::int64_t step);
 
-// Appends records to a JSON-lines file, one flushed line per record.
+// Appends records to a JSON-lines file, one line per record, each with a single write(2) to a
+// file opened with O_APPEND: lines of two writers never interleave or overwrite each other.
 class MetricsLog {
  public:
-  // Opens `path` for appending, creating it; `append = false` empties it first.
+  // Opens `path` for appending, creating it; `append = false` empties it first (and appends
+  // from then on).
   explicit MetricsLog(const std::string& path, bool append = true);
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;
@@ -53,7 +56,7 @@ class MetricsLog {
 
  private:
   std::string path_;
-  std::FILE* file_ = nullptr;
+  int fd_ = -1;
 };
 
 struct ProgressOptions {

@@ -1,6 +1,7 @@
 // Training checkpoints: parameters and AdamW state saved from a session and loaded into
 // another resume bit for bit; run state and config round-trip; mismatched stores are refused
 // with every difference named; a crash while saving leaves the previous checkpoint intact.
+#include <cmath>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -111,7 +112,9 @@ TEST_CASE("a shape mismatch names the tensor and both shapes, and copies nothing
       {"enc.0.attn.w_q.bias", Array::from_vector<float>({64}, std::vector<float>(64, 3.f))}};
   CHECK(th::error_of([&] { load_checkpoint(path, store); }) ==
         "stag: checkpoint " + path +
-            ": tensor 'enc.0.attn.w_q.weight' has shape [64, 64], the model expects [128, 128]");
+            ": likely cause: a model of another size wrote it: a dim that is 64 in the file is "
+            "128 in the model (in 1 tensor); tensor 'enc.0.attn.w_q.weight' has shape [64, 64], "
+            "the model expects [128, 128]");
   CHECK(store.at("enc.0.attn.w_q.bias").at(0) == 3.0);  // not overwritten
 }
 
@@ -168,6 +171,89 @@ TEST_CASE("checkpoint metadata is checked: version, plain files, config JSON", "
           save_checkpoint(tmp / "c.safetensors", t, {}, "{d_model: 4}");
         }).find("the model config to save is not valid JSON") != std::string::npos);
   CHECK(!std::filesystem::exists(tmp / "c.safetensors"));
+}
+
+TEST_CASE("a checkpoint with NaN or Inf values is refused unless allowed",
+          "[checkpoint][reliability]") {
+  th::TempDir tmp("ckpt_nonfinite");
+  const std::string path = tmp / "run.safetensors";
+  save_checkpoint(path,
+                  NamedArrays{{"a", Array::from<float>({3}, {1.f, 2.f, 3.f})},
+                              {"b", Array::from<float>({2}, {0.f, std::nanf("")})},
+                              {"n", Array::from<std::int32_t>({1}, {7})}},
+                  {});
+  NamedArrays store{
+      {"a", Array(DType::f32, {3})}, {"b", Array(DType::f32, {2})}, {"n", Array(DType::i32, {1})}};
+  CHECK(th::error_of([&] { load_checkpoint(path, store); }) ==
+        "stag: checkpoint " + path +
+            ": 1 non-finite value, the first in tensor 'b' (nan at element 1): the run that wrote "
+            "it diverged. Load an earlier checkpoint, or pass allow_nonfinite (--allow-nonfinite) "
+            "to load it anyway");
+  CHECK(store.at("a").at(0) == 0.0);  // nothing copied
+  load_checkpoint(path, store, {.allow_nonfinite = true});
+  CHECK(store.at("a").at(0) == 1.0);
+  CHECK(std::isnan(store.at("b").at(1)));
+  // Only selected tensors are checked.
+  load_checkpoint(path, store, {.select = [](const std::string& n) { return n == "a"; }});
+  const FiniteReport r = check_finite(store);
+  CHECK(r.nonfinite == 1);
+  CHECK(r.max_abs == 3.0);
+  CHECK(r.max_abs_name == "a");
+}
+
+TEST_CASE("checkpoint metadata that cannot be right is refused: negative counts, broken config",
+          "[checkpoint][reliability]") {
+  th::TempDir tmp("ckpt_meta_bad");
+  const NamedArrays t{{"w", Array(DType::f32, {2})}};
+  save_checkpoint(tmp / "neg.safetensors", t, {.step = -5}, "{}");
+  CHECK(th::error_of([&] { read_checkpoint_info(tmp / "neg.safetensors"); }) ==
+        "stag: checkpoint " + (tmp / "neg.safetensors") +
+            ": metadata stag.step is -5, but it counts and cannot be negative (is the file edited "
+            "or damaged?)");
+  save_safetensors(tmp / "config.safetensors", t,
+                   {{"stag.format_version", "1"},
+                    {"stag.step", "1"},
+                    {"stag.epoch", "0"},
+                    {"stag.seed", "0"},
+                    {"stag.rng_counter", "0"},
+                    {"stag.config", "{\"model\": {\"d_model\": 12"}});
+  CHECK_THAT(th::error_of([&] { read_checkpoint_info(tmp / "config.safetensors"); }),
+             Catch::StartsWith("stag: checkpoint " + (tmp / "config.safetensors") +
+                               ": metadata stag.config is not valid JSON"));
+}
+
+TEST_CASE("a checkpoint of another model size gives a short error that leads with the cause",
+          "[checkpoint][reliability]") {
+  th::TempDir tmp("ckpt_other_size");
+  const std::string path = tmp / "run.safetensors";
+  // 24 weights of [d, d] with their Adam moments: d = 128 in the file, 192 in the model.
+  auto store_of = [](std::int64_t d) {
+    NamedArrays s;
+    for (int l = 0; l < 24; ++l)
+      for (const char* suffix : {"", ".adam_m", ".adam_v"})
+        s.emplace("layers." + std::to_string(l) + ".w.weight" + suffix, Array(DType::f32, {d, d}));
+    return s;
+  };
+  save_checkpoint(path, store_of(128), {}, R"({"model": {"d_model": 128, "layers": 24}})");
+  NamedArrays model = store_of(192);
+  const std::string plain = th::error_of([&] { load_checkpoint(path, model); });
+  INFO(plain);
+  CHECK(plain.size() < 1500);  // it was about 25 KB for a real model
+  CHECK_THAT(plain, Catch::StartsWith(
+                        "stag: checkpoint " + path +
+                        ": likely cause: a model of another size wrote it: a dim that is "
+                        "128 in the file is 192 in the model (in 24 tensors); 24 tensors of "
+                        "another shape (and 48 optimizer state tensors of these, not "
+                        "listed): tensor 'layers.0.w.weight' has shape [128, 128], the model "
+                        "expects [192, 192]; ") &&
+                        Catch::EndsWith("; and 14 more"));
+  const std::string named = th::error_of([&] {
+    load_checkpoint(path, model,
+                    {.expected_config = R"({"model": {"d_model": 192, "layers": 24}})"});
+  });
+  CHECK_THAT(named, Catch::Contains(": likely cause: the checkpoint was written by a model of "
+                                    "another config: d_model 128 in the file, 192 in the model; "
+                                    "24 tensors"));
 }
 
 constexpr auto vocab = sym<"vocab">;

@@ -99,6 +99,49 @@ TEST_CASE("resuming drops abandoned steps and a line a crash cut short", "[metri
       0);
 }
 
+TEST_CASE("two writers of one metrics file append whole lines; resume drops unparsable ones",
+          "[metrics][reliability]") {
+  th::TempDir tmp("metrics_two_writers");
+  const std::string path = tmp / "metrics.jsonl";
+  {
+    MetricsLog a(path, false);
+    for (int s = 1; s <= 5; ++s) a.write(MetricsRecord{.step = s}.set("loss", 1.0 / s));
+    MetricsLog b(path, false);  // a second fresh run in the same folder empties the file
+    for (int s = 6; s <= 10; ++s) {
+      a.write(MetricsRecord{.step = s}.set("loss", 1.0 / s));
+      b.write(MetricsRecord{.step = s, .split = "b"}.set("loss", 2.0 / s));
+    }
+  }
+  // Before O_APPEND, `a` went on writing at its old offset: a run of zero bytes, then its lines
+  // over b's, so lines became unparsable.
+  const std::vector<MetricsRecord> rs = read_metrics(path);
+  REQUIRE(rs.size() == 10);
+  int from_b = 0;
+  for (const MetricsRecord& r : rs) from_b += r.split == "b";
+  CHECK(from_b == 5);
+  // A line garbled by some other writer does not keep a run from resuming.
+  th::write_bytes(path, {});
+  {
+    MetricsLog log(path);
+    log.write(MetricsRecord{.step = 1});
+  }
+  {
+    std::FILE* f = std::fopen(path.c_str(), "ab");
+    std::fputs("{\"step\":2,\"ep{\"step\":2}\n", f);
+    std::fclose(f);
+  }
+  {
+    MetricsLog log(path);
+    log.write(MetricsRecord{.step = 3});
+  }
+  CHECK(!th::error_of([&] { read_metrics(path); }).empty());
+  truncate_metrics(path, 5);
+  const std::vector<MetricsRecord> kept = read_metrics(path);
+  REQUIRE(kept.size() == 2);
+  CHECK(kept[0].step == 1);
+  CHECK(kept[1].step == 3);
+}
+
 TEST_CASE("durations and counts print in fixed formats", "[metrics]") {
   CHECK(format_duration(0) == "0s");
   CHECK(format_duration(59.4) == "59s");

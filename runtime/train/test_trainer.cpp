@@ -1,8 +1,10 @@
 // stag::Trainer: reproducibility (same seed, same losses, bit for bit), exact resume, gradient
 // accumulation against one large batch, evaluation weighting, shared weights, non-finite losses.
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 
 #include <stag/models/data/batch.hpp>
 #include <stag/runtime/train/trainer.hpp>
@@ -444,6 +446,181 @@ TEST_CASE("optimizer settings compiled into the graph cannot be overridden silen
   CHECK_THROWS_WITH(
       Trainer(training_graphs<regress, kOpt, false>(), options(1)).step(std::vector<Batch>(2)),
       Catch::Contains("no accumulation graphs"));
+}
+
+// ---- What a run can be trusted with (issue 14) ------------------------------------------------
+
+TEST_CASE("fit refuses a data position past the end of the epoch instead of spinning forever",
+          "[trainer][reliability]") {
+  const th::TempDir dir("trainer_past_epoch");
+  const data::EncodedTexts d = make_rows(40, 3);
+  {  // 40 rows in batches of 2: 20 batches per epoch; stop at batch 12.
+    Trainer t(training_graphs<drop_net, kOpt, false>(), options(4));
+    t.fit(source_of(d, 2, 4), {.epochs = 1,
+                               .checkpoint_path = dir / "c.safetensors",
+                               .checkpoint_every = 12,
+                               .stop_after = 12});
+    REQUIRE(t.batch_in_epoch() == 12);
+  }
+  // Resumed with batches of 8 (5 per epoch): batch 12 does not exist. Before the fix the loop
+  // took no step and never ended the epoch.
+  Trainer t(training_graphs<drop_net, kOpt, false>(), options(4));
+  t.resume(dir / "c.safetensors");
+  const std::string e = th::error_of([&] { t.fit(source_of(d, 8, 4), {.epochs = 2}); });
+  CHECK_THAT(e, Catch::Contains("data position (batch 12 of epoch 0) is past the 5 batches") &&
+                    Catch::Contains("another batch size"));
+  CHECK(t.steps_done() == 12);
+  // A negative position in the file is refused at load.
+  save_checkpoint(dir / "neg.safetensors", t.params(),
+                  {.step = 3, .seed = 4, .extra = {{"batch", "-1"}}}, "{}");
+  CHECK_THAT(th::error_of([&] { t.resume(dir / "neg.safetensors"); }),
+             Catch::Contains("extra.batch is -1") && Catch::Contains("cannot be negative"));
+  // So are negative counts in FitOptions.
+  CHECK_THAT(th::error_of([&] { t.fit(source_of(d, 2, 4), {.max_steps = -5}); }),
+             Catch::Contains("FitOptions::max_steps is -5"));
+  CHECK_THAT(th::error_of([&] { t.fit(source_of(d, 2, 4), {.checkpoint_every = -1}); }),
+             Catch::Contains("FitOptions::checkpoint_every is -1"));
+}
+
+TEST_CASE("a user loop keeps its data position in metrics and checkpoints",
+          "[trainer][reliability]") {
+  const th::TempDir dir("trainer_user_loop");
+  const data::EncodedTexts d = make_rows(24, 5);
+  const DataSource src = source_of(d, 8, 6);  // 3 batches per epoch
+  {
+    Trainer t(training_graphs<drop_net, kOpt, false>(), options(6, dir / "m.jsonl"));
+    for (std::size_t i = 0; i < src.num_batches(0); ++i) t.step(src.batch(0, i));
+    t.end_epoch();
+    t.step(src.batch(1, 0));
+    t.step(src.batch(1, 1));
+    CHECK(t.epoch() == 1);
+    CHECK(t.batch_in_epoch() == 2);
+    t.save(dir / "c.safetensors");
+  }
+  const CheckpointInfo info = read_checkpoint_info(dir / "c.safetensors");
+  CHECK(info.state.epoch == 1);
+  CHECK(info.state.extra.at("batch") == "2");
+  const std::vector<MetricsRecord> lines = read_metrics(dir / "m.jsonl");
+  REQUIRE(lines.size() == 5);
+  CHECK(lines[2].epoch == 0);
+  CHECK(lines[3].epoch == 1);
+  // resume() restores the position, and fit() continues from it: the next step is batch 2 of
+  // epoch 1, as an uninterrupted loop would take.
+  Trainer t(training_graphs<drop_net, kOpt, false>(), options(6));
+  t.resume(dir / "c.safetensors");
+  CHECK(t.epoch() == 1);
+  CHECK(t.batch_in_epoch() == 2);
+  t.fit(src, {.epochs = 2});
+  CHECK(t.steps_done() == 6);
+  CHECK(t.epoch() == 2);
+}
+
+TEST_CASE("a batch with no label that counts and an empty keep row are warned about once",
+          "[trainer][reliability]") {
+  const data::EncodedTexts d = make_rows(8, 9);
+  Trainer t(training_graphs<drop_net, kOpt, false>(), options(1));
+  Batch b = batch_of(d, {0, 1, 2, 3});
+  t.step(b);
+  CHECK(t.warnings().empty());
+  Batch ignored = b;
+  ignored.inputs["label"] = Array::from<std::int32_t>({4}, {-100, -100, -100, -100});
+  const StepStats st = t.step(ignored);
+  CHECK(st.loss == 0);  // what nothing else would have noticed
+  t.step(ignored);
+  REQUIRE(t.warnings().size() == 1);
+  CHECK_THAT(t.warnings()[0], Catch::Contains("step 2: the batch has no label that counts"));
+  Batch empty_row = b;
+  Array keep = b.inputs.at("keep").clone();
+  for (std::int64_t k = 0; k < keep.dim(1); ++k) keep.set(2 * keep.dim(1) + k, 0);
+  empty_row.inputs["keep"] = keep;
+  t.step(empty_row);
+  t.step(empty_row);
+  REQUIRE(t.warnings().size() == 2);
+  CHECK_THAT(t.warnings()[1],
+             Catch::Contains("row 2 of 'keep'") && Catch::Contains("keeps no position"));
+}
+
+TEST_CASE("save never writes NaN weights and says when weights left a sane range",
+          "[trainer][reliability]") {
+  const th::TempDir dir("trainer_finite");
+  const std::string path = dir / "c.safetensors";
+  Trainer t(training_graphs<regress, kOpt, false>(), options(1));
+  t.step(regress_batch(0.5f));
+  t.save(path);
+  CHECK(t.warnings().empty());
+  const std::vector<std::uint8_t> good = th::read_bytes(path);
+  Array w = t.params().at("lin.weight");  // shares the trainer's storage
+  const double kept = w.at(1);
+  w.set(1, std::nan(""));
+  CHECK_THAT(th::error_of([&] { t.save(path); }), Catch::Contains(path + " not written") &&
+                                                      Catch::Contains("'lin.weight'") &&
+                                                      Catch::Contains("nan at element 1"));
+  CHECK(th::read_bytes(path) == good);  // the last good checkpoint is still there
+  // Finite but far out of range (what --lr 1e9 leaves): saved, marked and warned about.
+  w.set(1, 3e9);
+  t.save(path);
+  REQUIRE(t.warnings().size() == 1);
+  CHECK_THAT(t.warnings()[0], Catch::Contains("'lin.weight' reaches |w| = 3.000e+09") &&
+                                  Catch::Contains("diverged"));
+  CHECK(read_checkpoint_info(path).state.extra.count("weights_out_of_range") == 1);
+  w.set(1, kept);
+  // A file with a NaN is refused at load unless allowed.
+  NamedArrays bad;
+  for (const auto& [k, v] : t.params()) bad.emplace(k, v.clone());
+  bad.at("lin.bias").set(0, std::numeric_limits<double>::infinity());
+  save_checkpoint(dir / "inf.safetensors", bad, {.seed = 1}, "{}");
+  Trainer u(training_graphs<regress, kOpt, false>(), options(1));
+  CHECK_THAT(th::error_of([&] { u.resume(dir / "inf.safetensors"); }),
+             Catch::Contains("'lin.bias' (inf at element 0)") &&
+                 Catch::Contains("allow_nonfinite (--allow-nonfinite)"));
+  TrainerOptions o = options(1);
+  o.allow_nonfinite = true;
+  Trainer v(training_graphs<regress, kOpt, false>(), o);
+  v.resume(dir / "inf.safetensors");
+  CHECK(std::isinf(v.params().at("lin.bias").at(0)));
+}
+
+TEST_CASE("a time-boxed fit stops in time and fits its schedule to the steps it can take",
+          "[trainer][reliability]") {
+  const th::TempDir dir("trainer_time_box");
+  const data::EncodedTexts d = make_rows(16, 2);
+  TrainerOptions o = options(3);
+  o.lr = LrSchedule::cosine(1e-3, 2, 1000000);
+  Trainer t(training_graphs<drop_net, kOpt, false>(), o);
+  const auto t0 = std::chrono::steady_clock::now();
+  t.fit(source_of(d, 4, 3), {.epochs = std::int64_t{1} << 40,
+                             .checkpoint_path = dir / "c.safetensors",
+                             .max_seconds = 1.0,
+                             .plan_steps = 5});
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO("steps " << t.steps_done() << " in " << took << " s; schedule "
+                << t.options().lr.describe());
+  CHECK(t.steps_done() >= 5);
+  CHECK(took < 10);
+  // The schedule now ends about where the time box does, not at step 1,000,000.
+  CHECK(t.options().lr.total() < 100000);
+  CHECK(t.options().lr.total() >= 5);
+  const CheckpointInfo info = read_checkpoint_info(dir / "c.safetensors");
+  CHECK(info.state.step == t.steps_done());  // saved at the end, as a finished run is
+  CHECK(info.state.extra.at("lr_total") == std::to_string(t.options().lr.total()));
+  // A resumed run continues on the shortened schedule.
+  Trainer r(training_graphs<drop_net, kOpt, false>(), o);
+  r.resume(dir / "c.safetensors");
+  CHECK(r.options().lr.total() == t.options().lr.total());
+}
+
+TEST_CASE("fit checks before step 1 that its checkpoint can be written", "[trainer][reliability]") {
+  const th::TempDir dir("trainer_preflight");
+  th::write_bytes(dir / "file", {'x'});
+  const data::EncodedTexts d = make_rows(16, 2);
+  Trainer t(training_graphs<drop_net, kOpt, false>(), options(3));
+  // The folder is a regular file: no save can succeed there. Before the fix the whole run
+  // trained and failed at the end, losing the work.
+  const std::string e = th::error_of([&] {
+    t.fit(source_of(d, 4, 3), {.epochs = 2, .checkpoint_path = dir / "file/c.safetensors"});
+  });
+  CHECK_THAT(e, Catch::Contains(dir / "file/c.safetensors"));
+  CHECK(t.steps_done() == 0);
 }
 
 }  // namespace

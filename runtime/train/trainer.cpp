@@ -1,5 +1,6 @@
 // stag::Trainer: sessions sharing one parameter store, the optimizer step (fused or accumulated),
 // evaluation, and the run state that checkpoints carry.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -125,9 +126,59 @@ void Trainer::set_step_inputs(Session& s, std::int64_t t) {
     if (has_input(g, name)) s.set_input(name, scalar_f32(value));
 }
 
+void Trainer::warn_once(const std::string& kind, const std::string& text) const {
+  if (std::find(warned_kinds_.begin(), warned_kinds_.end(), kind) != warned_kinds_.end()) return;
+  warned_kinds_.push_back(kind);
+  warnings_.push_back(text);
+  std::fprintf(stderr, "%s\n", text.c_str());
+}
+
+void Trainer::check_signal(const NamedArrays& inputs) {
+  // NOTE: a batch whose labels are all ignored has loss 0 and zero gradients (only weight decay
+  // moves the weights), and a row whose keep mask is all false is predicted from no input at
+  // all; both are finite, so nothing else would notice.
+  if (find_labels(inputs) != nullptr && count_labels(inputs) == 0)
+    warn_once("no-labels", "stag::Trainer: step " + std::to_string(step_ + 1) +
+                               ": the batch has no label that counts (every one is the ignore "
+                               "index -100), so its loss is 0 and nothing is learnt from it; "
+                               "check the data pipeline (this warning is shown once per run)");
+  for (const auto& [name, a] : inputs) {
+    if (a.dtype() != DType::boolean || a.rank() != 2 ||
+        !(name == "keep" || name.ends_with("_keep")))
+      continue;
+    const std::int64_t rows = a.dim(0), cols = a.dim(1);
+    const auto* keep = static_cast<const unsigned char*>(a.raw());
+    for (std::int64_t r = 0; r < rows; ++r) {
+      if (cols > 0 && std::none_of(keep + r * cols, keep + (r + 1) * cols,
+                                   [](unsigned char k) { return k != 0; })) {
+        warn_once("empty-keep:" + name,
+                  "stag::Trainer: step " + std::to_string(step_ + 1) + ": row " +
+                      std::to_string(r) + " of '" + name + "' " + a.shape_string() +
+                      " keeps no position, so that example's prediction cannot depend on its "
+                      "input; drop empty examples before batching (this warning is shown once "
+                      "per run)");
+        break;
+      }
+    }
+  }
+}
+
+void Trainer::end_epoch() {
+  ++epoch_;
+  next_batch_ = 0;
+}
+
+void Trainer::set_position(std::int64_t epoch, std::size_t batch_in_epoch) {
+  if (epoch < 0)
+    throw Error("stag::Trainer::set_position: epoch " + std::to_string(epoch) + " < 0");
+  epoch_ = epoch;
+  next_batch_ = batch_in_epoch;
+}
+
 StepStats Trainer::step(const Batch& batch) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::int64_t t = step_ + 1;
+  check_signal(batch.inputs);
   Session& s = *step_session_;
   s.set_inputs(batch.inputs);
   set_step_inputs(s, t);
@@ -139,7 +190,7 @@ StepStats Trainer::step(const Batch& batch) {
                .lr = opts_.lr.at(t),
                .tokens = batch.tokens};
   st.seconds = seconds_since(t0);
-  return finish_step(st);
+  return finish_step(st, 1);
 }
 
 StepStats Trainer::step(std::span<const Batch> micro) {
@@ -156,6 +207,7 @@ StepStats Trainer::step(std::span<const Batch> micro) {
   for (const Batch& b : micro)
     total += w.emplace_back(b.weight > 0 ? b.weight : count_labels(b.inputs));
   if (!(total > 0)) throw Error("stag::Trainer::step: the micro-batches have no labels that count");
+  for (const Batch& b : micro) check_signal(b.inputs);
   const GraphView& gg = graphs_.grad;
   if (accumulated_.empty())
     for (const OutputEntry& o : gg.outputs)
@@ -186,10 +238,10 @@ StepStats Trainer::step(std::span<const Batch> micro) {
   last_accumulated_ = true;
   st.grad_norm = us.get("grad_norm").at(0);
   st.seconds = seconds_since(t0);
-  return finish_step(st);
+  return finish_step(st, micro.size());
 }
 
-StepStats Trainer::finish_step(StepStats st) {
+StepStats Trainer::finish_step(StepStats st, std::size_t batches) {
   st.skipped = !std::isfinite(st.grad_norm);
   if (!std::isfinite(st.loss) || st.skipped) {
     const std::string what = "stag::Trainer: step " + std::to_string(st.step) + ": the loss is " +
@@ -211,6 +263,7 @@ StepStats Trainer::finish_step(StepStats st) {
                  static_cast<long long>(skipped_));
   }
   step_ = st.step;
+  next_batch_ += batches;  // the data position (fit() and user loops move to the next epoch)
   ++totals_.steps;
   totals_.tokens += st.tokens;
   totals_.seconds += st.seconds;

@@ -115,6 +115,12 @@ struct TrainerOptions {
   bool progress = true;        // the progress line on stderr (fit)
   ProgressOptions progress_options = {};
   std::string config_json = "{}";  // stored in checkpoints (the model and run settings)
+  // Parameters whose largest |value| is above this have left a sane range (a diverged run):
+  // save() says so on stderr and in the checkpoint's extra.weights_out_of_range. A parameter
+  // that is NaN or infinite is never saved (save() throws and keeps the previous file).
+  double weight_limit = 1e4;
+  // Load checkpoints with NaN or infinite values (resume, load_weights, init_from) anyway.
+  bool allow_nonfinite = false;
 };
 
 struct StepStats {
@@ -163,6 +169,15 @@ struct FitOptions {
   std::string checkpoint_path = {};   // saved every checkpoint_every steps and at the end
   std::int64_t checkpoint_every = 0;  // 0: only at the end
   std::int64_t stop_after = 0;        // stop early after this many steps of this call (tests)
+  // Stop (evaluate and save as at the end) once this call has run this long (0: no limit). With
+  // a linear or cosine schedule the trainer measures its step rate over the first
+  // `plan_steps` steps and shortens the schedule to the steps that fit; the checkpoint keeps
+  // that total (extra.lr_total), so a resumed run follows the same schedule.
+  double max_seconds = 0;
+  std::int64_t plan_steps = 20;
+  // fit() locks the folders of its checkpoint, best and metrics files (RunLock): another
+  // process's run there is an error, unless `force` (a warning instead).
+  bool force = false;
   // Keeps a checkpoint of the best evaluation so far (early stopping's "best model"): the
   // evaluation record's `best_metric`, higher or lower being better.
   std::string best_path = {};
@@ -213,6 +228,12 @@ class Trainer {
   // common. Returns the names of the parameters loaded, sorted.
   std::vector<std::string> init_from(const std::string& path);
 
+  // Where the data stands, for user loops: step() counts the micro-batches it takes, and
+  // end_epoch() moves to the next epoch's first batch. Checkpoints save the position and
+  // resume() restores it (epoch() and batch_in_epoch() say where to continue).
+  void end_epoch();
+  void set_position(std::int64_t epoch, std::size_t batch_in_epoch);
+
   std::int64_t steps_done() const { return step_; }
   std::int64_t epoch() const { return epoch_; }
   std::size_t batch_in_epoch() const { return next_batch_; }
@@ -228,10 +249,15 @@ class Trainer {
   OptimizerSettings& optimizer() { return optim_; }
   // The metrics log (nullptr without metrics_path), opened on first use.
   MetricsLog* metrics();
+  // The warnings printed so far (each kind once per trainer): batches without a label that
+  // counts, keep masks that keep nothing, weights out of range.
+  const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
   void set_step_inputs(Session& s, std::int64_t t);
-  StepStats finish_step(StepStats st);
+  StepStats finish_step(StepStats st, std::size_t batches);
+  void check_signal(const NamedArrays& inputs);
+  void warn_once(const std::string& kind, const std::string& text) const;
   std::uint64_t dropout_counter(std::int64_t t, std::size_t micro) const;
 
   TrainingGraphs graphs_;
@@ -246,6 +272,7 @@ class Trainer {
   double best_value_ = std::numeric_limits<double>::quiet_NaN();
   std::int64_t best_step_ = 0;
   std::size_t next_batch_ = 0;
+  mutable std::vector<std::string> warnings_, warned_kinds_;
 };
 
 }  // namespace stag

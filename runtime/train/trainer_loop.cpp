@@ -2,11 +2,15 @@
 // round trip that makes a resumed run take exactly the steps of an uninterrupted one.
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <memory>
 #include <optional>
 #include <set>
 
+#include <stag/runtime/train/run_guard.hpp>
 #include <stag/runtime/train/trainer.hpp>
 
 namespace stag {
@@ -21,7 +25,16 @@ std::int64_t extra_int(const TrainState& s, const std::string& key, const std::s
   if (ec != std::errc() || end != text.data() + text.size())
     throw Error("stag::Trainer: checkpoint " + path + ": extra." + key + " is '" + text +
                 "', not an integer");
+  if (v < 0)
+    throw Error("stag::Trainer: checkpoint " + path + ": extra." + key + " is " + text +
+                ", but it counts something and cannot be negative (is the file edited?)");
   return v;
+}
+
+// The parameters of a store (not the optimizer state next to them), by the model graph.
+bool is_param(const GraphView& g, const std::string& name) {
+  const int n = g.find(name);
+  return n >= 0 && (g.node(n).flags & kFlagParam);
 }
 
 // A double as text that reads back to the same value ("nan" included).
@@ -40,6 +53,15 @@ std::string format_value(double v) {
 }  // namespace
 
 void Trainer::save(const std::string& path) const {
+  // NOTE: a NaN weight is never written: the previous checkpoint at `path` (the last good one)
+  // stays. Finite weights far out of range are written (they may still be wanted), but said so.
+  const GraphView& g = graphs_.model;
+  const FiniteReport report =
+      check_finite(step_session_->params(), [&](const std::string& n) { return is_param(g, n); });
+  if (report.nonfinite > 0)
+    throw Error("stag::Trainer::save: " + path + " not written: after step " +
+                std::to_string(step_) + " " + report.describe() +
+                "; the file there (if any) is kept. Lower the learning rate or clip gradients");
   TrainState st{.step = step_,
                 .epoch = epoch_,
                 .seed = opts_.session.seed,
@@ -48,6 +70,18 @@ void Trainer::save(const std::string& path) const {
                           {"skipped_steps", std::to_string(skipped_)},
                           {"best_step", std::to_string(best_step_)},
                           {"best_value", double_text(best_value_)}}};
+  if (opts_.lr.total() > 0) st.extra["lr_total"] = std::to_string(opts_.lr.total());
+  if (report.max_abs > opts_.weight_limit) {
+    st.extra["weights_out_of_range"] = double_text(report.max_abs);
+    warn_once("weights-out-of-range",
+              "stag::Trainer: saving " + path + " after step " + std::to_string(step_) +
+                  ": parameter '" + report.max_abs_name +
+                  "' reaches |w| = " + format_value(report.max_abs) + ", above the sane limit " +
+                  format_value(opts_.weight_limit) +
+                  " (TrainerOptions::weight_limit): the run has diverged, and this checkpoint "
+                  "(marked extra.weights_out_of_range) is unlikely to be useful; lower the "
+                  "learning rate");
+  }
   save_checkpoint(path, step_session_->params(), st, opts_.config_json);
 }
 
@@ -58,12 +92,19 @@ CheckpointInfo Trainer::resume(const std::string& path) {
                 std::to_string(head.state.seed) + ", this run has seed " +
                 std::to_string(opts_.session.seed) +
                 "; resume with the same seed (dropout and data order depend on it)");
-  CheckpointInfo info = load_checkpoint(path, *step_session_);  // values only: shared storage stays
+  CheckpointInfo info = load_checkpoint(  // values only: shared storage stays
+      path, *step_session_,
+      {.allow_nonfinite = opts_.allow_nonfinite, .expected_config = opts_.config_json});
   step_ = info.state.step;
   epoch_ = info.state.epoch;
   next_batch_ = static_cast<std::size_t>(extra_int(info.state, "batch", path));
   skipped_ = extra_int(info.state, "skipped_steps", path);
   best_step_ = extra_int(info.state, "best_step", path);
+  // A time-boxed run fixed its schedule's length: continue on the same schedule.
+  if (info.state.extra.count("lr_total") && opts_.lr.total() > 0) {
+    const std::int64_t lr_total = extra_int(info.state, "lr_total", path);
+    if (lr_total > opts_.lr.warmup()) opts_.lr = opts_.lr.with_total(lr_total);
+  }
   const auto best = info.state.extra.find("best_value");
   best_value_ =
       best == info.state.extra.end() ? std::nan("") : std::strtod(best->second.c_str(), nullptr);
@@ -77,7 +118,11 @@ CheckpointInfo Trainer::resume(const std::string& path) {
 }
 
 CheckpointInfo Trainer::load_weights(const std::string& path) {
-  return load_checkpoint(path, *step_session_, {.allow_missing = true, .allow_unexpected = true});
+  return load_checkpoint(path, *step_session_,
+                         {.allow_missing = true,
+                          .allow_unexpected = true,
+                          .allow_nonfinite = opts_.allow_nonfinite,
+                          .expected_config = opts_.config_json});
 }
 
 std::vector<std::string> Trainer::init_from(const std::string& path) {
@@ -94,15 +139,43 @@ std::vector<std::string> Trainer::init_from(const std::string& path) {
   load_checkpoint(path, *step_session_,
                   {.allow_missing = true,
                    .allow_unexpected = true,
-                   .select = [&](const std::string& name) { return params.count(name) > 0; }});
+                   .select = [&](const std::string& name) { return params.count(name) > 0; },
+                   .allow_nonfinite = opts_.allow_nonfinite});
   return loaded;
 }
 
 void Trainer::fit(const DataSource& data, const FitOptions& o) {
   if (o.accumulation < 1) throw Error("stag::Trainer::fit: accumulation must be at least 1");
+  const std::pair<const char*, double> counts[] = {
+      {"epochs", static_cast<double>(o.epochs)},
+      {"max_steps", static_cast<double>(o.max_steps)},
+      {"eval_every", static_cast<double>(o.eval_every)},
+      {"checkpoint_every", static_cast<double>(o.checkpoint_every)},
+      {"stop_after", static_cast<double>(o.stop_after)},
+      {"max_seconds", o.max_seconds}};
+  for (const auto& [name, v] : counts)
+    if (!(v >= 0))
+      throw Error(std::string("stag::Trainer::fit: FitOptions::") + name + " is " +
+                  format_value(v) + "; it must not be negative (0 means no limit or the default)");
   if (!data.num_batches || !data.batch)
     throw Error("stag::Trainer::fit: the data source is incomplete");
   const auto k = static_cast<std::size_t>(o.accumulation);
+  // Before step 1: hold the folders of the run's files (no second run writes there meanwhile),
+  // and make sure that every save can succeed, so that no work is lost at the first save.
+  std::vector<std::unique_ptr<RunLock>> locks;
+  std::vector<PlannedFile> files;
+  const std::uint64_t checkpoint_bytes = [&] {
+    std::uint64_t b = 4096 + opts_.config_json.size();
+    for (const auto& [name, a] : params()) b += a.bytes() + 128 + name.size();
+    return b;
+  }();
+  for (const std::string& path : {o.checkpoint_path, o.best_path, opts_.metrics_path})
+    if (!path.empty()) files.push_back({path, path == opts_.metrics_path ? 0 : checkpoint_bytes});
+  preflight_check(files);
+  for (const PlannedFile& f : files) {
+    const std::string dir = std::filesystem::path(f.path).parent_path().string();
+    locks.push_back(std::make_unique<RunLock>(dir.empty() ? "." : dir, RunLockOptions{o.force}));
+  }
   // The steps of the whole run (for the progress line's ETA): the epochs' steps, or max_steps
   // when that comes first. NOTE: with max_steps, epochs may be "unbounded" (2^40): stop counting
   // as soon as max_steps is reached.
@@ -114,8 +187,15 @@ void Trainer::fit(const DataSource& data, const FitOptions& o) {
                   " has no batches (is the training split empty, or smaller than a batch?)");
     return nb;
   };
-  for (std::int64_t e = 0; e < o.epochs && (o.max_steps == 0 || total < o.max_steps); ++e)
+  // NOTE: unbounded epochs without max_steps (a time-boxed run) have no known total: counting
+  // stops after 10,000 epochs and the progress line shows no total then.
+  for (std::int64_t e = 0; e < o.epochs && (o.max_steps == 0 || total < o.max_steps); ++e) {
+    if (e == 10000) {
+      total = 0;
+      break;
+    }
     total += static_cast<std::int64_t>((batches_of(e) + k - 1) / k);
+  }
   if (o.max_steps > 0) total = std::min(total, o.max_steps);
   ProgressOptions po = opts_.progress_options;
   po.total_steps = total;
@@ -147,22 +227,31 @@ void Trainer::fit(const DataSource& data, const FitOptions& o) {
   };
 
   std::int64_t taken = 0;
-  bool stop = false;
+  bool stop = false, out_of_time = false;
   std::vector<Batch> micro;
-  while (!stop && epoch_ < o.epochs && (o.max_steps == 0 || step_ < o.max_steps)) {
+  const auto started = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
+  double planned_at = 0;  // when the schedule was shortened to the time box
+  while (!stop && !out_of_time && epoch_ < o.epochs && (o.max_steps == 0 || step_ < o.max_steps)) {
     const std::size_t nb = batches_of(epoch_);
+    // NOTE: without this check a position at or past the end of the epoch takes no step and
+    // never reaches the end of the epoch either: the loop would spin forever.
+    if (next_batch_ >= nb)
+      throw Error("stag::Trainer::fit: the data position (batch " + std::to_string(next_batch_) +
+                  " of epoch " + std::to_string(epoch_) + ") is past the " + std::to_string(nb) +
+                  " batches this data source has in that epoch: the checkpoint was written by a "
+                  "run with other data or another batch size. Resume with the same data and "
+                  "batch size, or start a new run (or Trainer::set_position)");
     while (next_batch_ < nb) {
       if (o.max_steps > 0 && step_ >= o.max_steps) break;
       micro.clear();
       for (std::size_t j = next_batch_; j < nb && micro.size() < k; ++j)
         micro.push_back(data.batch(epoch_, j));
       const std::int64_t step_epoch = epoch_;
-      const StepStats st = step(std::span<const Batch>(micro));
-      next_batch_ += micro.size();
-      if (next_batch_ >= nb) {  // the epoch is done: the position moves to the next one
-        ++epoch_;
-        next_batch_ = 0;
-      }
+      const StepStats st = step(std::span<const Batch>(micro));  // moves the position on
+      if (next_batch_ >= nb) end_epoch();  // the epoch is done: on to the next one's first batch
       progress.update(st.step, step_epoch, st.loss, st.lr, st.tokens);
       const bool epoch_end = next_batch_ == 0;
       if ((o.eval_every > 0 && step_ % o.eval_every == 0) || (o.eval_every == 0 && epoch_end))
@@ -171,6 +260,31 @@ void Trainer::fit(const DataSource& data, const FitOptions& o) {
       if (o.stop_after > 0 && ++taken >= o.stop_after) {
         stop = true;
         break;
+      }
+      if (o.max_seconds > 0) {
+        if (o.stop_after == 0) ++taken;
+        // The schedule's length from the step rate so far (once, after plan_steps steps).
+        if (planned_at == 0 && taken >= std::max<std::int64_t>(o.plan_steps, 1) &&
+            opts_.lr.total() > 0) {
+          planned_at = elapsed();
+          const double rate = static_cast<double>(taken) / planned_at;
+          const auto fit_steps =
+              step_ + static_cast<std::int64_t>(rate * std::max(0.0, o.max_seconds - planned_at));
+          const std::int64_t new_total =
+              std::max(std::min(fit_steps, opts_.lr.total()), opts_.lr.warmup() + 1);
+          if (new_total != opts_.lr.total()) {
+            opts_.lr = opts_.lr.with_total(new_total);
+            progress.note("time box of " + format_value(o.max_seconds) +
+                          " s: " + std::to_string(new_total) + " steps fit, schedule now " +
+                          opts_.lr.describe());
+          }
+        }
+        if (elapsed() >= o.max_seconds) {
+          progress.note("time box of " + format_value(o.max_seconds) + " s reached after step " +
+                        std::to_string(step_));
+          out_of_time = true;
+          break;
+        }
       }
       if (epoch_end) break;
     }

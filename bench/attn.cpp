@@ -1,0 +1,158 @@
+// stag-bench-attn: the long-sequence attention benchmark of issue 15 §7. A training step of the
+// library's multi_head_attention<8> (d_model 512, head dim 64, batch 1, causal), fused against
+// unfused, for S = 512 ... 16384; the bare fused op's forward + backward, whose FLOP rate is
+// compared with a plain oneDNN matmul measured in the same run; and a sliding-window (W = 256)
+// variant (ALiBi is not in yet), whose time should grow linearly in S. Prints
+// `bench.attn.<case>.<metric>: value unit`.
+//   stag-bench-attn [--threads N] [--steps N] [--max-unfused S] [--lengths 512,1024,...]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "bench_models.hpp"
+
+#include <stag/ops/random.hpp>
+#include <stag/stag.hpp>
+
+namespace {
+using namespace stag;
+constexpr auto seq = sym<"seq">;
+constexpr int kHeads = 8, kHeadDim = 64, kModel = kHeads * kHeadDim, kWindow = 256;
+
+template <bool Fused>
+constexpr auto layer = model([](Builder& g) {
+  auto x = input<"x", Shape<1, seq, kModel>>(g);
+  auto y = input<"y", Shape<1, seq, kModel>>(g);
+  auto a = multi_head_attention<kHeads>(g / "attn", x, x, causal_keep<seq>(g), {.fused = Fused});
+  return sum<0, 1, 2>(a.out * y);
+});
+constexpr auto fused_train = grad<layer<true>>();
+constexpr auto unfused_train = grad<layer<false>>();
+static_assert(fused_train.count(op::attention) == 1 && unfused_train.count(op::attention) == 0);
+
+// The bare op: q, k, v [1, 8, S, 64] with their gradients.
+template <AttnMask M>
+constexpr auto bare = model([](Builder& g) {
+  auto q = input<"q", Shape<1, kHeads, seq, kHeadDim>>(g);
+  auto k = input<"k", Shape<1, kHeads, seq, kHeadDim>>(g);
+  auto v = input<"v", Shape<1, kHeads, seq, kHeadDim>>(g);
+  auto w = input<"w", Shape<1, kHeads, seq, kHeadDim>>(g);
+  return sum<0, 1, 2, 3>(sdpa(q, k, v, {.mask = M, .window = kWindow}) * w);
+});
+constexpr auto causal_train = grad<bare<AttnMask::causal>, "q", "k", "v">();
+constexpr auto window_train = grad<bare<AttnMask::sliding_window>, "q", "k", "v">();
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+Array randn(std::vector<std::int64_t> dims, std::uint64_t seed) {
+  Array a(DType::f32, std::move(dims));
+  for (std::int64_t i = 0; i < a.numel(); ++i)
+    a.set(i, stag::random::uniform(seed, 1, 2, static_cast<std::uint64_t>(i)) * 2.0 - 1.0);
+  return a;
+}
+
+// The median step time of a session after one untimed step (which plans), and its plan peak.
+std::pair<double, double> time_session(const GraphView& g, const NamedArrays& in, int threads,
+                                       int steps) {
+  Session s(g, {.threads = threads, .seed = 1});
+  s.set_inputs(in);
+  s.run({.training = true});
+  std::vector<double> t;
+  for (int i = 0; i < steps; ++i) {
+    const double t0 = now_s();
+    s.run({.training = true, .step = static_cast<std::uint64_t>(i + 1)});
+    t.push_back(now_s() - t0);
+  }
+  std::sort(t.begin(), t.end());
+  return {t[t.size() / 2], static_cast<double>(s.plan().memory.peak) / 1048576.0};
+}
+
+// Inner-product FLOPs of one fused forward + backward: q k^T and P v forward (2 products),
+// q k^T, dO v^T, P^T dO, dS k and dS^T q backward (5), each 2 S_q S_k d per head, times the
+// fraction of tiles computed.
+double attn_flops(std::int64_t s, double fraction) {
+  return 7.0 * 2.0 * static_cast<double>(kHeads) * static_cast<double>(s) * static_cast<double>(s) *
+         kHeadDim * fraction;
+}
+
+void print(const std::string& name, double v, const char* unit) {
+  std::printf("bench.attn.%s: %.*f %s\n", name.c_str(), v < 10 ? 3 : 1, v, unit);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 2, steps = 3;
+  std::int64_t max_unfused = 4096;
+  std::vector<std::int64_t> lengths = {512, 1024, 2048, 4096, 8192, 16384};
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--threads")
+      threads = std::atoi(argv[i + 1]);
+    else if (a == "--steps")
+      steps = std::atoi(argv[i + 1]);
+    else if (a == "--max-unfused")
+      max_unfused = std::atoll(argv[i + 1]);
+    else if (a == "--lengths") {
+      lengths.clear();
+      std::string l = argv[i + 1];
+      for (std::size_t p = 0; p < l.size();) {
+        const std::size_t c = l.find(',', p);
+        lengths.push_back(std::atoll(l.substr(p, c - p).c_str()));
+        p = c == std::string::npos ? l.size() : c + 1;
+      }
+    } else {
+      std::fprintf(stderr, "stag-bench-attn: unknown argument '%s'\n", a.c_str());
+      return 2;
+    }
+  }
+  setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 0);
+  // The matmul ceiling, measured in this run: 2048^3 f32 with oneDNN.
+  {
+    auto mm = bench::onednn_matmul(2048);
+    mm();
+    std::vector<double> t;
+    for (int i = 0; i < 5; ++i) {
+      const double t0 = now_s();
+      mm();
+      t.push_back(now_s() - t0);
+    }
+    std::sort(t.begin(), t.end());
+    print("peak.matmul_gflops", 2.0 * 2048.0 * 2048.0 * 2048.0 / t[2] / 1e9, "GFLOP/s");
+  }
+  for (const std::int64_t s : lengths) {
+    const std::string tag = "s" + std::to_string(s);
+    const NamedArrays layer_in{{"x", randn({1, s, kModel}, 1)}, {"y", randn({1, s, kModel}, 2)}};
+    const auto [ft, fp] = time_session(fused_train, layer_in, threads, steps);
+    print(tag + ".fused.step_ms", 1e3 * ft, "ms");
+    print(tag + ".fused.plan_peak_mib", fp, "MiB");
+    if (s <= max_unfused) {
+      const auto [ut, up] = time_session(unfused_train, layer_in, threads, steps);
+      print(tag + ".unfused.step_ms", 1e3 * ut, "ms");
+      print(tag + ".unfused.plan_peak_mib", up, "MiB");
+      print(tag + ".time_ratio", ft / ut, "x");
+      print(tag + ".peak_ratio", fp / up, "x");
+    }
+    const NamedArrays op_in{{"q", randn({1, kHeads, s, kHeadDim}, 3)},
+                            {"k", randn({1, kHeads, s, kHeadDim}, 4)},
+                            {"v", randn({1, kHeads, s, kHeadDim}, 5)},
+                            {"w", randn({1, kHeads, s, kHeadDim}, 6)}};
+    const std::int64_t nt = (s + 63) / 64;
+    const double causal_fraction =
+        static_cast<double>(nt * (nt + 1) / 2) / static_cast<double>(nt * nt);
+    const auto [ct, cp] = time_session(causal_train, op_in, threads, steps);
+    print(tag + ".op_causal.step_ms", 1e3 * ct, "ms");
+    print(tag + ".op_causal.gflops", attn_flops(s, causal_fraction) / ct / 1e9, "GFLOP/s");
+    const auto [wt, wp] = time_session(window_train, op_in, threads, steps);
+    print(tag + ".op_window256.step_ms", 1e3 * wt, "ms");
+    print(tag + ".op_window256.plan_peak_mib", wp, "MiB");
+    (void)cp;
+  }
+  return 0;
+}

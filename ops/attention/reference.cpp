@@ -1,0 +1,225 @@
+// Reference kernels of the fused attention: plain loops over one query row at a time, in the
+// element type (f32 or f64), computing the full row of scores. The backward computes all three
+// gradients; attention_backward keeps dq and attention_backward_kv keeps dk or dv.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <stag/ops/attention/attention.hpp>
+#include <stag/ops/kernel.hpp>
+#include <stag/ops/random.hpp>
+
+namespace stag {
+namespace {
+
+// The problem's dims and element strides, with a 3-d (one head) problem read as H = 1.
+struct Dims {
+  std::int64_t B = 1, Hq = 1, Hkv = 1, Sq = 1, Sk = 1, Dk = 1, Dv = 1;
+  std::int64_t keep_st[4] = {};  // broadcast strides of the keep mask over [B, Hq, Sq, Sk]
+  bool has_keep = false;
+};
+
+Dims dims_of(const KernelArgs& a, int keep_input) {
+  Dims d;
+  const TensorView &q = a.in[0], &k = a.in[1], &v = a.in[2];
+  const int r = q.rank;
+  d.B = q.dims[0];
+  d.Hq = r == 4 ? q.dims[1] : 1;
+  d.Hkv = r == 4 ? k.dims[1] : 1;
+  d.Sq = q.dims[r - 2];
+  d.Sk = k.dims[r - 2];
+  d.Dk = q.dims[r - 1];
+  d.Dv = v.dims[r - 1];
+  if (keep_input < static_cast<int>(a.in.size())) {
+    d.has_keep = true;
+    const std::int64_t sd[4] = {d.B, d.Hq, d.Sq, d.Sk};
+    TensorView m = a.in[static_cast<std::size_t>(keep_input)];
+    if (m.rank == 3) {  // [B, Sq, Sk]: insert the head axis
+      m.rank = 4;
+      m.dims[3] = m.dims[2], m.dims[2] = m.dims[1], m.dims[1] = 1;
+      m.strides[3] = m.strides[2], m.strides[2] = m.strides[1], m.strides[1] = 0;
+    }
+    kernel::broadcast_strides(m, 4, sd, d.keep_st);
+  }
+  return d;
+}
+
+bool kept(const Attrs& at, const Dims& d, const bool* keep, std::int64_t b, std::int64_t h,
+          std::int64_t q, std::int64_t k) {
+  const std::int64_t hi = q + d.Sk - d.Sq;
+  const auto kind = static_cast<AttnMask>(at.i[0]);
+  if (kind != AttnMask::none && k > hi) return false;
+  if (kind == AttnMask::sliding_window && k <= hi - at.i[1]) return false;
+  if (d.has_keep &&
+      !keep[b * d.keep_st[0] + h * d.keep_st[1] + q * d.keep_st[2] + k * d.keep_st[3]])
+    return false;
+  return true;
+}
+
+double scale_of(const Attrs& at, const Dims& d) {
+  return at.i[3] ? 1.0 / std::sqrt(static_cast<double>(d.Dk)) : at.f[0];
+}
+
+// The built-in score modification of the scaled score s (attrs i[6]: 1 ALiBi, 2 soft-capping
+// with cap f[2]); `ds` gets d(modified) / d(s).
+double modify_score(const Attrs& at, const Dims& d, std::int64_t h, std::int64_t q, std::int64_t k,
+                    double s, double& ds) {
+  ds = 1.0;
+  if (at.i[6] == 1) {
+    const double slope = std::exp2(-8.0 * static_cast<double>(h + 1) / static_cast<double>(d.Hq));
+    return s - slope * static_cast<double>(q + d.Sk - d.Sq - k);
+  }
+  if (at.i[6] == 2) {
+    const double t = std::tanh(s / at.f[2]);
+    ds = 1.0 - t * t;
+    return at.f[2] * t;
+  }
+  return s;
+}
+
+// For row (b, h, i): the probabilities p[j] (0 where masked; all 0 for a fully masked row) and
+// the dropout factors z[j] (1 / (1 - p) where kept, 0 where dropped; 1 without dropout).
+template <class T>
+void row_probs(const KernelArgs& a, const Dims& d, const bool* keep, std::int64_t b, std::int64_t h,
+               std::int64_t i, std::vector<double>& p, std::vector<double>& z,
+               std::vector<double>& dmod) {
+  const Attrs& at = a.attr();
+  const T* q = a.in[0].as<const T>();
+  const T* k = a.in[1].as<const T>();
+  const std::int64_t kh = h / (d.Hq / d.Hkv);
+  const double scale = scale_of(at, d);
+  double mx = -std::numeric_limits<double>::infinity();
+  for (std::int64_t j = 0; j < d.Sk; ++j) {
+    if (!kept(at, d, keep, b, h, i, j)) {
+      p[static_cast<std::size_t>(j)] = -std::numeric_limits<double>::infinity();
+      continue;
+    }
+    double s = 0;
+    for (std::int64_t x = 0; x < d.Dk; ++x)
+      s += static_cast<double>(q[((b * d.Hq + h) * d.Sq + i) * d.Dk + x]) *
+           static_cast<double>(k[((b * d.Hkv + kh) * d.Sk + j) * d.Dk + x]);
+    const double m = modify_score(at, d, h, i, j, s * scale, dmod[static_cast<std::size_t>(j)]);
+    p[static_cast<std::size_t>(j)] = m;
+    mx = std::max(mx, m);
+  }
+  double sum = 0;
+  for (double& e : p) {
+    // NOTE: a fully masked row has mx = -inf; exp(-inf - -inf) would be NaN, so it stays 0.
+    e = std::isinf(mx) ? 0.0 : std::exp(e - mx);
+    sum += e;
+  }
+  for (double& e : p) e = sum > 0 ? e / sum : 0.0;
+  const double drop = a.state.training ? at.f[1] : 0.0;
+  for (std::int64_t j = 0; j < d.Sk; ++j) {
+    double f = 1.0;
+    if (drop > 0) {
+      const auto idx = static_cast<std::uint64_t>(((b * d.Hq + h) * d.Sq + i) * d.Sk + j);
+      f = random::uniform(a.state.seed, a.state.step, static_cast<std::uint64_t>(at.i[2]), idx) >=
+                  drop
+              ? 1.0 / (1.0 - drop)
+              : 0.0;
+    }
+    z[static_cast<std::size_t>(j)] = f;
+  }
+}
+
+const bool* keep_data(const KernelArgs& a, int keep_input) {
+  return keep_input < static_cast<int>(a.in.size())
+             ? a.in[static_cast<std::size_t>(keep_input)].as<const bool>()
+             : nullptr;
+}
+
+// All three gradients from q, k, v, do (inputs 0, 1, 2 and 4); `which` selects the one
+// written to a.out (0: dq, 1: dk, 2: dv). `base` is the index of q among the inputs.
+template <class T>
+void backward(const KernelArgs& a0, int which) {
+  // attention_backward_kv's inputs start with the dq node: view them without it.
+  const bool kv = op_id(a0.n().op) == OpId::attention_backward_kv;
+  const KernelArgs a{a0.g, a0.node, kv ? a0.in.subspan(1) : a0.in, a0.out, a0.state};
+  const Dims d = dims_of(a, 5);
+  const bool* keep = keep_data(a, 5);
+  const T* q = a.in[0].as<const T>();
+  const T* k = a.in[1].as<const T>();
+  const T* v = a.in[2].as<const T>();
+  const T* g = a.in[4].as<const T>();
+  const double scale = scale_of(a.attr(), d);
+  std::vector<double> dq(static_cast<std::size_t>(d.B * d.Hq * d.Sq * d.Dk)),
+      dk(static_cast<std::size_t>(d.B * d.Hkv * d.Sk * d.Dk)),
+      dv(static_cast<std::size_t>(d.B * d.Hkv * d.Sk * d.Dv));
+  std::vector<double> p(static_cast<std::size_t>(d.Sk)), z(p.size()), dp(p.size()), dm(p.size());
+  for (std::int64_t b = 0; b < d.B; ++b)
+    for (std::int64_t h = 0; h < d.Hq; ++h)
+      for (std::int64_t i = 0; i < d.Sq; ++i) {
+        row_probs<T>(a, d, keep, b, h, i, p, z, dm);
+        const std::int64_t kh = h / (d.Hq / d.Hkv);
+        const T* gi = g + ((b * d.Hq + h) * d.Sq + i) * d.Dv;
+        double delta = 0;  // sum_j p_j dp_j
+        for (std::int64_t j = 0; j < d.Sk; ++j) {
+          const auto js = static_cast<std::size_t>(j);
+          double s = 0;
+          for (std::int64_t x = 0; x < d.Dv; ++x) {
+            const std::int64_t vo = ((b * d.Hkv + kh) * d.Sk + j) * d.Dv + x;
+            s += static_cast<double>(gi[x]) * static_cast<double>(v[vo]);
+            dv[static_cast<std::size_t>(vo)] += p[js] * z[js] * static_cast<double>(gi[x]);
+          }
+          dp[js] = s * z[js];
+          delta += p[js] * dp[js];
+        }
+        for (std::int64_t j = 0; j < d.Sk; ++j) {
+          const auto js = static_cast<std::size_t>(j);
+          const double ds = p[js] * (dp[js] - delta) * scale * dm[js];
+          if (ds == 0) continue;
+          for (std::int64_t x = 0; x < d.Dk; ++x) {
+            const std::int64_t qo = ((b * d.Hq + h) * d.Sq + i) * d.Dk + x;
+            const std::int64_t ko = ((b * d.Hkv + kh) * d.Sk + j) * d.Dk + x;
+            dq[static_cast<std::size_t>(qo)] += ds * static_cast<double>(k[ko]);
+            dk[static_cast<std::size_t>(ko)] += ds * static_cast<double>(q[qo]);
+          }
+        }
+      }
+  const std::vector<double>& r = which == 0 ? dq : (which == 1 ? dk : dv);
+  T* out = a.out.as<T>();
+  for (std::size_t n = 0; n < r.size(); ++n) out[n] = static_cast<T>(r[n]);
+}
+
+}  // namespace
+
+void OpDef<OpId::attention>::reference(const KernelArgs& a) {
+  const Dims d = dims_of(a, 3);
+  const bool* keep = keep_data(a, 3);
+  kernel::with_float(a.out.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    const T* v = a.in[2].as<const T>();
+    T* o = a.out.as<T>();
+    std::vector<double> p(static_cast<std::size_t>(d.Sk)), z(p.size()), dm(p.size()),
+        acc(static_cast<std::size_t>(d.Dv));
+    for (std::int64_t b = 0; b < d.B; ++b)
+      for (std::int64_t h = 0; h < d.Hq; ++h)
+        for (std::int64_t i = 0; i < d.Sq; ++i) {
+          row_probs<T>(a, d, keep, b, h, i, p, z, dm);
+          const std::int64_t kh = h / (d.Hq / d.Hkv);
+          std::fill(acc.begin(), acc.end(), 0.0);
+          for (std::int64_t j = 0; j < d.Sk; ++j) {
+            const double w = p[static_cast<std::size_t>(j)] * z[static_cast<std::size_t>(j)];
+            if (w == 0) continue;
+            for (std::int64_t x = 0; x < d.Dv; ++x)
+              acc[static_cast<std::size_t>(x)] +=
+                  w * static_cast<double>(v[((b * d.Hkv + kh) * d.Sk + j) * d.Dv + x]);
+          }
+          for (std::int64_t x = 0; x < d.Dv; ++x)
+            o[((b * d.Hq + h) * d.Sq + i) * d.Dv + x] =
+                static_cast<T>(acc[static_cast<std::size_t>(x)]);
+        }
+  });
+}
+
+void OpDef<OpId::attention_backward>::reference(const KernelArgs& a) {
+  kernel::with_float(a.out.dtype, [&](auto zero) { backward<decltype(zero)>(a, 0); });
+}
+
+void OpDef<OpId::attention_backward_kv>::reference(const KernelArgs& a) {
+  const int which = a.attr().i[5] == 0 ? 1 : 2;
+  kernel::with_float(a.out.dtype, [&](auto zero) { backward<decltype(zero)>(a, which); });
+}
+
+}  // namespace stag

@@ -1,0 +1,524 @@
+// The tiled CPU attention kernel (flash-attention-2 style): queries and keys in 64-row tiles,
+// an online softmax in the forward pass, and a backward pass that recomputes the probabilities
+// from the saved log-sum-exp. Plain C++ over GCC/clang vector types, so it has no dependency
+// on the rest of stag and is tested standalone too. A new built-in mask adds a case to
+// tile_class() and keep_fn().
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include <stag/ops/random.hpp>
+#include <stag/ops/vec.hpp>
+
+namespace stag::attn {
+
+inline constexpr int kTile = 64;  // rows of a query tile and of a key tile
+inline constexpr int kLanes = 16;
+
+// The built-in masks (attrs i[0] of the attention op). Query q sits at key position
+// q + (Sk - Sq), as in causal_mask<Sq, Sk>: with a KV cache the queries are the last positions.
+enum class MaskKind : std::int8_t { none = 0, causal = 1, sliding_window = 2 };
+// The built-in score modifications (attrs i[6]), applied to the scaled score s of query q and
+// key k before the mask: ALiBi adds -m_h (q' - k) with m_h = 2^(-8 (h + 1) / H) (Press et al.),
+// soft-capping replaces s by c tanh(s / c) (Gemma 2).
+enum class ScoreMod : std::int8_t { none = 0, alibi = 1, softcap = 2 };
+
+// Everything one run needs. Strides are in elements; the last dim of q, k, v, o and do is
+// contiguous. Outputs are contiguous [B, H, S, D].
+struct Problem {
+  std::int64_t B = 1, Hq = 1, Hkv = 1, Sq = 1, Sk = 1, Dk = 1, Dv = 1;
+  float scale = 1.f;
+  MaskKind mask = MaskKind::none;
+  ScoreMod score_mod = ScoreMod::none;
+  float softcap = 0.f;      // ScoreMod::softcap: c
+  std::int64_t window = 0;  // sliding_window: keys in (q' - window, q'] are kept
+  // A dense keep mask broadcast to [B, Hq, Sq, Sk] (strides 0 on broadcast dims), or null.
+  const bool* keep = nullptr;
+  std::int64_t keep_st[4] = {};
+  // Dropout of the probabilities: element ((b Hq + h) Sq + q) Sk + k is kept when
+  // mix(stream ^ index) >> 11 >= threshold (ops/random.hpp, the same as the dropout op).
+  bool dropout = false;
+  std::uint64_t stream = 0, threshold = 0;
+  float drop_scale = 1.f;
+  // Inputs: strides of the batch, head and sequence axes.
+  const float *q = nullptr, *k = nullptr, *v = nullptr;
+  std::int64_t q_st[3] = {}, k_st[3] = {}, v_st[3] = {};
+};
+
+// Which tiles a built-in mask keeps: 0 = none of the tile, 1 = part of it, 2 = all of it.
+inline int tile_class(const Problem& p, std::int64_t q0, std::int64_t q1, std::int64_t k0,
+                      std::int64_t k1) {
+  const std::int64_t off = p.Sk - p.Sq;
+  int c = 2;
+  if (p.mask != MaskKind::none) {
+    // Row q keeps keys [lo(q), hi(q)] with hi(q) = q + off and, for a window, lo = hi - w + 1.
+    const std::int64_t hi_first = q0 + off, hi_last = q1 - 1 + off;
+    if (k0 > hi_last) return 0;
+    if (k1 - 1 > hi_first) c = 1;
+    if (p.mask == MaskKind::sliding_window) {
+      const std::int64_t lo_first = hi_first - p.window + 1, lo_last = hi_last - p.window + 1;
+      if (k1 - 1 < lo_first) return 0;
+      if (k0 < lo_last) c = 1;
+    }
+  }
+  if (p.keep != nullptr) c = std::min(c, 1);
+  return c;
+}
+
+inline bool keep_fn(const Problem& p, std::int64_t b, std::int64_t h, std::int64_t q,
+                    std::int64_t kk) {
+  const std::int64_t hi = q + p.Sk - p.Sq;
+  if (p.mask != MaskKind::none && kk > hi) return false;
+  if (p.mask == MaskKind::sliding_window && kk <= hi - p.window) return false;
+  if (p.keep != nullptr &&
+      !p.keep[b * p.keep_st[0] + h * p.keep_st[1] + q * p.keep_st[2] + kk * p.keep_st[3]])
+    return false;
+  return true;
+}
+
+// ALiBi's slope of head h.
+inline float alibi_slope(const Problem& p, std::int64_t h) {
+  return static_cast<float>(
+      std::exp2(-8.0 * static_cast<double>(h + 1) / static_cast<double>(p.Hq)));
+}
+
+// The fraction of (query tile, key tile) pairs that the kernel computes.
+inline double tile_fraction(const Problem& p) {
+  std::int64_t all = 0, kept = 0;
+  for (std::int64_t q0 = 0; q0 < p.Sq; q0 += kTile)
+    for (std::int64_t k0 = 0; k0 < p.Sk; k0 += kTile) {
+      ++all;
+      kept += tile_class(p, q0, std::min(p.Sq, q0 + kTile), k0, std::min(p.Sk, k0 + kTile)) > 0;
+    }
+  return all ? static_cast<double>(kept) / static_cast<double>(all) : 1.0;
+}
+
+namespace detail {
+
+typedef float v16 __attribute__((vector_size(64)));
+typedef float v16u __attribute__((vector_size(64), aligned(4)));
+
+inline v16 load(const float* p) {
+  return *reinterpret_cast<const v16u*>(p);
+}
+inline void store(float* p, v16 x) {
+  *reinterpret_cast<v16u*>(p) = x;
+}
+
+inline std::int64_t round_up(std::int64_t x, std::int64_t m) {
+  return (x + m - 1) / m * m;
+}
+
+// C[M][64] = A[M][K] (row stride lda) times Bt[K][64]; M a multiple of 4.
+inline void gemm_nt(const float* __restrict a, std::int64_t lda, const float* __restrict bt,
+                    std::int64_t kdim, float* __restrict c, std::int64_t m) {
+  for (std::int64_t i = 0; i < m; i += 4) {
+    v16 acc[4][4] = {};
+    const float* a0 = a + i * lda;
+    for (std::int64_t d = 0; d < kdim; ++d) {
+      const float* b = bt + d * kTile;
+      const v16 b0 = load(b), b1 = load(b + 16), b2 = load(b + 32), b3 = load(b + 48);
+      for (int r = 0; r < 4; ++r) {
+        const float s = a0[r * lda + d];
+        acc[r][0] += s * b0;
+        acc[r][1] += s * b1;
+        acc[r][2] += s * b2;
+        acc[r][3] += s * b3;
+      }
+    }
+    for (int r = 0; r < 4; ++r)
+      for (int cc = 0; cc < 4; ++cc) store(c + (i + r) * kTile + cc * 16, acc[r][cc]);
+  }
+}
+
+// C[M][N] += A[M][K] (row stride lda) times B[K][N] (row stride ldb = ldc); M a multiple of 4,
+// N a multiple of 16.
+template <int NC>
+inline void gemm_nn_block(const float* __restrict a, std::int64_t lda, const float* __restrict b,
+                          std::int64_t ldb, std::int64_t kdim, float* __restrict c, std::int64_t m,
+                          std::int64_t col) {
+  for (std::int64_t i = 0; i < m; i += 4) {
+    v16 acc[4][NC];
+    for (int r = 0; r < 4; ++r)
+      for (int cc = 0; cc < NC; ++cc) acc[r][cc] = load(c + (i + r) * ldb + col + cc * 16);
+    const float* a0 = a + i * lda;
+    for (std::int64_t x = 0; x < kdim; ++x) {
+      v16 bv[NC];
+      for (int cc = 0; cc < NC; ++cc) bv[cc] = load(b + x * ldb + col + cc * 16);
+      for (int r = 0; r < 4; ++r) {
+        const float s = a0[r * lda + x];
+        for (int cc = 0; cc < NC; ++cc) acc[r][cc] += s * bv[cc];
+      }
+    }
+    for (int r = 0; r < 4; ++r)
+      for (int cc = 0; cc < NC; ++cc) store(c + (i + r) * ldb + col + cc * 16, acc[r][cc]);
+  }
+}
+inline void gemm_nn(const float* a, std::int64_t lda, const float* b, std::int64_t n,
+                    std::int64_t kdim, float* c, std::int64_t m) {
+  std::int64_t col = 0;
+  for (; col + 64 <= n; col += 64) gemm_nn_block<4>(a, lda, b, n, kdim, c, m, col);
+  switch ((n - col) / 16) {
+    case 3:
+      gemm_nn_block<3>(a, lda, b, n, kdim, c, m, col);
+      break;
+    case 2:
+      gemm_nn_block<2>(a, lda, b, n, kdim, c, m, col);
+      break;
+    case 1:
+      gemm_nn_block<1>(a, lda, b, n, kdim, c, m, col);
+      break;
+    default:
+      break;
+  }
+}
+
+// dst[64][64] = src^T for a 64 x 64 tile.
+inline void transpose_tile(const float* __restrict src, float* __restrict dst) {
+  for (int i = 0; i < kTile; i += 8)
+    for (int j = 0; j < kTile; ++j)
+      for (int r = 0; r < 8; ++r) dst[j * kTile + i + r] = src[(i + r) * kTile + j];
+}
+
+// Rows [r0, r0 + rows) of a strided [S, D] matrix into a zero-padded [64][ld] tile, times
+// `scale` (the query tile is packed pre-scaled, so that scores need no multiply).
+inline void pack_rows(const float* src, std::int64_t row_stride, std::int64_t r0, std::int64_t rows,
+                      std::int64_t d, std::int64_t ld, float* dst, float scale = 1.f) {
+  std::memset(dst, 0, sizeof(float) * static_cast<std::size_t>(kTile * ld));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* s = src + (r0 + r) * row_stride;
+    float* t = dst + r * ld;
+    if (scale == 1.f) {
+      std::memcpy(t, s, sizeof(float) * static_cast<std::size_t>(d));
+    } else {
+#pragma omp simd
+      for (std::int64_t x = 0; x < d; ++x) t[x] = s[x] * scale;
+    }
+  }
+}
+// The same rows transposed into a zero-padded [d][64] tile.
+inline void pack_cols(const float* src, std::int64_t row_stride, std::int64_t r0, std::int64_t rows,
+                      std::int64_t d, float* dst) {
+  std::memset(dst, 0, sizeof(float) * static_cast<std::size_t>(kTile * d));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* s = src + (r0 + r) * row_stride;
+    for (std::int64_t x = 0; x < d; ++x) dst[x * kTile + r] = s[x];
+  }
+}
+
+// Applies the score modification and then the masks to the scaled scores of one tile: masked
+// and padding keys get -inf. With `dmod`, also d(modified score) / d(score) per element (the
+// backward's chain rule through soft-capping; 1 elsewhere, which callers then skip).
+inline void mask_scores(const Problem& p, int cls, std::int64_t b, std::int64_t h, std::int64_t q0,
+                        std::int64_t rows, std::int64_t k0, std::int64_t cols, float* s,
+                        float* dmod = nullptr) {
+  constexpr float ninf = -std::numeric_limits<float>::infinity();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* row = s + r * kTile;
+    if (p.score_mod == ScoreMod::alibi) {
+      const float m = alibi_slope(p, h);
+      const float qpos = static_cast<float>(q0 + r + p.Sk - p.Sq - k0);
+#pragma omp simd
+      for (int j = 0; j < kTile; ++j) row[j] -= m * (qpos - static_cast<float>(j));
+    } else if (p.score_mod == ScoreMod::softcap) {
+      const float c = p.softcap, inv = 1.f / p.softcap;
+      float* d = dmod ? dmod + r * kTile : nullptr;
+#pragma omp simd
+      for (int j = 0; j < kTile; ++j) {
+        // NOTE: tanh(x) = 1 - 2 / (exp(2x) + 1); exp_approx saturates, so large |x| give +-1.
+        const float t = 1.f - 2.f / (vec::exp_approx(2.f * row[j] * inv) + 1.f);
+        row[j] = c * t;
+        if (d) d[j] = 1.f - t * t;
+      }
+    }
+    for (std::int64_t j = cols; j < kTile; ++j) row[j] = ninf;
+    if (cls == 2) continue;
+    for (std::int64_t j = 0; j < cols; ++j)
+      if (!keep_fn(p, b, h, q0 + r, k0 + j)) row[j] = ninf;
+  }
+}
+
+// Dropout factors of one tile row: drop_scale where kept, 0 where dropped.
+inline void dropout_row(const Problem& p, std::uint64_t base, float* __restrict z) {
+#pragma omp simd
+  for (int j = 0; j < kTile; ++j) {
+    const std::uint64_t bits = random::mix(p.stream ^ (base + static_cast<std::uint64_t>(j))) >> 11;
+    z[j] = bits >= p.threshold ? p.drop_scale : 0.f;
+  }
+}
+
+// Per-thread tile buffers.
+struct Scratch {
+  std::vector<float> qp, kt, kp, vp, vt, s, pt, acc, dop, dq, dmod;
+  void ensure(std::int64_t dkp, std::int64_t dvp, std::int64_t dk, std::int64_t dv) {
+    const auto t = static_cast<std::size_t>(kTile);
+    qp.resize(t * static_cast<std::size_t>(dkp));
+    kt.resize(t * static_cast<std::size_t>(dk));
+    kp.resize(t * static_cast<std::size_t>(dkp));
+    vp.resize(t * static_cast<std::size_t>(dvp));
+    vt.resize(t * static_cast<std::size_t>(dv));
+    s.resize(t * t);
+    pt.resize(t * t);
+    dmod.resize(t * t);
+    acc.resize(t * static_cast<std::size_t>(dvp));
+    dop.resize(t * static_cast<std::size_t>(dvp));
+    dq.resize(t * static_cast<std::size_t>(dkp));
+  }
+};
+
+// The largest of a tile row's 64 scores (-inf when all are masked).
+inline float row_max(const float* __restrict x) {
+  v16 m = load(x);
+  for (int j = 16; j < kTile; j += 16) {
+    const v16 y = load(x + j);
+    m = m > y ? m : y;
+  }
+  float r = m[0];
+  for (int j = 1; j < kLanes; ++j) r = m[j] > r ? m[j] : r;
+  return r;
+}
+
+inline std::int64_t key_tiles(const Problem& p) {
+  return (p.Sk + kTile - 1) / kTile;
+}
+
+}  // namespace detail
+
+// Forward: o [B, Hq, Sq, Dv] (contiguous) and, when lse is not null, the log-sum-exp of each
+// row's scaled, masked scores [B, Hq, Sq] (-inf for a fully masked row).
+// NOTE: a fully masked row has l = 0: its output is 0 (not 0/0) and its lse -inf, which the
+// backward pass reads as "no probabilities".
+inline void forward(const Problem& p, float* o, float* lse) {
+  using namespace detail;
+  const std::int64_t dkp = round_up(p.Dk, 16), dvp = round_up(p.Dv, 16);
+  const std::int64_t nq = (p.Sq + kTile - 1) / kTile, nk = key_tiles(p);
+  const std::int64_t group = p.Hq / p.Hkv;
+  const std::int64_t items = p.B * p.Hq * nq;
+  constexpr float ninf = -std::numeric_limits<float>::infinity();
+#pragma omp parallel
+  {
+    Scratch w;
+    w.ensure(dkp, dvp, p.Dk, p.Dv);
+    float m[kTile], l[kTile];
+#pragma omp for schedule(dynamic)
+    for (std::int64_t it = 0; it < items; ++it) {
+      const std::int64_t qt = it % nq, bh = it / nq, h = bh % p.Hq, b = bh / p.Hq;
+      const std::int64_t kvh = h / group;
+      const std::int64_t q0 = qt * kTile, rows = std::min<std::int64_t>(kTile, p.Sq - q0);
+      const std::int64_t rows4 = round_up(rows, 4);
+      const float* qb = p.q + b * p.q_st[0] + h * p.q_st[1];
+      const float* kb = p.k + b * p.k_st[0] + kvh * p.k_st[1];
+      const float* vb = p.v + b * p.v_st[0] + kvh * p.v_st[1];
+      pack_rows(qb, p.q_st[2], q0, rows, p.Dk, dkp, w.qp.data(), p.scale);
+      std::fill(w.acc.begin(), w.acc.end(), 0.f);
+      for (int r = 0; r < kTile; ++r) m[r] = ninf, l[r] = 0.f;
+      for (std::int64_t kt = 0; kt < nk; ++kt) {
+        const std::int64_t k0 = kt * kTile, cols = std::min<std::int64_t>(kTile, p.Sk - k0);
+        const int cls = tile_class(p, q0, q0 + rows, k0, k0 + cols);
+        if (cls == 0) continue;
+        pack_cols(kb, p.k_st[2], k0, cols, p.Dk, w.kt.data());
+        pack_rows(vb, p.v_st[2], k0, cols, p.Dv, dvp, w.vp.data());
+        float* s = w.s.data();
+        gemm_nt(w.qp.data(), dkp, w.kt.data(), p.Dk, s, rows4);
+        mask_scores(p, cls, b, h, q0, rows, k0, cols, s);
+        for (std::int64_t r = 0; r < rows; ++r) {
+          float* row = s + r * kTile;
+          const float mx = row_max(row);
+          const float mn = std::max(m[r], mx);
+          if (mn == ninf) {  // nothing kept so far in this row
+            std::fill(row, row + kTile, 0.f);
+            continue;
+          }
+          const float alpha = m[r] == ninf ? 0.f : vec::exp_approx(m[r] - mn);
+          float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+          for (int j = 0; j < kTile; ++j) {
+            // NOTE: exp_approx clamps, so exp(-inf - mn) would be a tiny positive number, not 0:
+            // masked positions are selected to 0 explicitly.
+            const float e = row[j] == ninf ? 0.f : vec::exp_approx(row[j] - mn);
+            row[j] = e;
+            sum += e;
+          }
+          l[r] = l[r] * alpha + sum;
+          m[r] = mn;
+          float* a = w.acc.data() + r * dvp;
+#pragma omp simd
+          for (std::int64_t x = 0; x < dvp; ++x) a[x] *= alpha;
+          if (p.dropout) {
+            float z[kTile];
+            dropout_row(p, static_cast<std::uint64_t>(((b * p.Hq + h) * p.Sq + q0 + r) * p.Sk + k0),
+                        z);
+#pragma omp simd
+            for (int j = 0; j < kTile; ++j) row[j] *= z[j];
+          }
+        }
+        for (std::int64_t r = rows; r < rows4; ++r)
+          std::fill(s + r * kTile, s + (r + 1) * kTile, 0.f);
+        gemm_nn(s, kTile, w.vp.data(), dvp, kTile, w.acc.data(), rows4);
+      }
+      float* ob = o + ((b * p.Hq + h) * p.Sq + q0) * p.Dv;
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const float inv = l[r] > 0.f ? 1.f / l[r] : 0.f;
+        const float* a = w.acc.data() + r * dvp;
+        for (std::int64_t x = 0; x < p.Dv; ++x) ob[r * p.Dv + x] = a[x] * inv;
+        if (lse) lse[(b * p.Hq + h) * p.Sq + q0 + r] = l[r] > 0.f ? m[r] + std::log(l[r]) : ninf;
+      }
+    }
+  }
+}
+
+// Backward (with the query tile pre-scaled, dk = dS^T (scale q) needs no further scaling):
+// dq [B, Hq, Sq, Dk], dk [B, Hkv, Sk, Dk], dv [B, Hkv, Sk, Dv] (contiguous, written,
+// not accumulated) from o and do (strides as q's in `o_st`/`do_st`) and the forward's lse.
+// When lse is null the row statistics are recomputed first (one more pass of q k^T).
+// Parallel over (batch, key/value head): each work item owns its dk and dv rows.
+inline void backward(const Problem& p, const float* o, const std::int64_t* o_st, const float* dout,
+                     const std::int64_t* do_st, const float* lse_saved, float* dq, float* dk,
+                     float* dv) {
+  using namespace detail;
+  const std::int64_t dkp = round_up(p.Dk, 16), dvp = round_up(p.Dv, 16);
+  const std::int64_t nq = (p.Sq + kTile - 1) / kTile, nk = key_tiles(p);
+  const std::int64_t skp = nk * kTile;
+  const std::int64_t group = p.Hq / p.Hkv;
+  const std::int64_t items = p.B * p.Hkv;
+  constexpr float ninf = -std::numeric_limits<float>::infinity();
+#pragma omp parallel
+  {
+    Scratch w;
+    w.ensure(dkp, dvp, p.Dk, p.Dv);
+    std::vector<float> dk_acc(static_cast<std::size_t>(skp * dkp)),
+        dv_acc(static_cast<std::size_t>(skp * dvp));
+    float lse[kTile], di[kTile], z[kTile * kTile];
+#pragma omp for schedule(dynamic)
+    for (std::int64_t it = 0; it < items; ++it) {
+      const std::int64_t kvh = it % p.Hkv, b = it / p.Hkv;
+      std::fill(dk_acc.begin(), dk_acc.end(), 0.f);
+      std::fill(dv_acc.begin(), dv_acc.end(), 0.f);
+      const float* kb = p.k + b * p.k_st[0] + kvh * p.k_st[1];
+      const float* vb = p.v + b * p.v_st[0] + kvh * p.v_st[1];
+      for (std::int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
+        const float* qb = p.q + b * p.q_st[0] + h * p.q_st[1];
+        const float* obh = o + b * o_st[0] + h * o_st[1];
+        const float* dob = dout + b * do_st[0] + h * do_st[1];
+        for (std::int64_t qt = 0; qt < nq; ++qt) {
+          const std::int64_t q0 = qt * kTile, rows = std::min<std::int64_t>(kTile, p.Sq - q0);
+          const std::int64_t rows4 = round_up(rows, 4);
+          pack_rows(qb, p.q_st[2], q0, rows, p.Dk, dkp, w.qp.data(), p.scale);
+          pack_rows(dob, do_st[2], q0, rows, p.Dv, dvp, w.dop.data());
+          for (std::int64_t r = 0; r < kTile; ++r) {
+            float d = 0.f;
+            if (r < rows) {
+              const float* orow = obh + (q0 + r) * o_st[2];
+              const float* grow = w.dop.data() + r * dvp;
+              for (std::int64_t x = 0; x < p.Dv; ++x) d += orow[x] * grow[x];
+            }
+            di[r] = d;
+            lse[r] = ninf;
+          }
+          if (lse_saved) {
+            for (std::int64_t r = 0; r < rows; ++r)
+              lse[r] = lse_saved[(b * p.Hq + h) * p.Sq + q0 + r];
+          } else {
+            float m[kTile], l[kTile];
+            for (int r = 0; r < kTile; ++r) m[r] = ninf, l[r] = 0.f;
+            for (std::int64_t kt = 0; kt < nk; ++kt) {
+              const std::int64_t k0 = kt * kTile, cols = std::min<std::int64_t>(kTile, p.Sk - k0);
+              const int cls = tile_class(p, q0, q0 + rows, k0, k0 + cols);
+              if (cls == 0) continue;
+              pack_cols(kb, p.k_st[2], k0, cols, p.Dk, w.kt.data());
+              gemm_nt(w.qp.data(), dkp, w.kt.data(), p.Dk, w.s.data(), rows4);
+              mask_scores(p, cls, b, h, q0, rows, k0, cols, w.s.data());
+              for (std::int64_t r = 0; r < rows; ++r) {
+                const float* row = w.s.data() + r * kTile;
+                const float mn = std::max(m[r], row_max(row));
+                if (mn == ninf) continue;
+                float sum = 0.f;
+                for (int j = 0; j < kTile; ++j)
+                  sum += row[j] == ninf ? 0.f : vec::exp_approx(row[j] - mn);
+                l[r] = (m[r] == ninf ? 0.f : l[r] * vec::exp_approx(m[r] - mn)) + sum;
+                m[r] = mn;
+              }
+            }
+            for (std::int64_t r = 0; r < rows; ++r)
+              lse[r] = l[r] > 0.f ? m[r] + std::log(l[r]) : ninf;
+          }
+          std::fill(w.dq.begin(), w.dq.end(), 0.f);
+          for (std::int64_t kt = 0; kt < nk; ++kt) {
+            const std::int64_t k0 = kt * kTile, cols = std::min<std::int64_t>(kTile, p.Sk - k0);
+            const int cls = tile_class(p, q0, q0 + rows, k0, k0 + cols);
+            if (cls == 0) continue;
+            pack_cols(kb, p.k_st[2], k0, cols, p.Dk, w.kt.data());
+            pack_rows(kb, p.k_st[2], k0, cols, p.Dk, dkp, w.kp.data());
+            pack_cols(vb, p.v_st[2], k0, cols, p.Dv, w.vt.data());
+            float* s = w.s.data();    // scores, then probabilities P
+            float* dp = w.pt.data();  // dP, then dS
+            gemm_nt(w.qp.data(), dkp, w.kt.data(), p.Dk, s, rows4);
+            const bool capped = p.score_mod == ScoreMod::softcap;
+            mask_scores(p, cls, b, h, q0, rows, k0, cols, s, capped ? w.dmod.data() : nullptr);
+            gemm_nt(w.dop.data(), dvp, w.vt.data(), p.Dv, dp, rows4);
+            for (std::int64_t r = 0; r < kTile; ++r) {
+              float* srow = s + r * kTile;
+              float* dprow = dp + r * kTile;
+              float* zr = z + r * kTile;
+              if (r >= rows || lse[r] == ninf) {
+                std::fill(srow, srow + kTile, 0.f);
+                std::fill(dprow, dprow + kTile, 0.f);
+                std::fill(zr, zr + kTile, 0.f);
+                continue;
+              }
+              const float lr = lse[r];
+#pragma omp simd
+              for (int j = 0; j < kTile; ++j)
+                srow[j] = srow[j] == ninf ? 0.f : vec::exp_approx(srow[j] - lr);
+              if (p.dropout) {
+                dropout_row(
+                    p, static_cast<std::uint64_t>(((b * p.Hq + h) * p.Sq + q0 + r) * p.Sk + k0),
+                    zr);
+              } else {
+                std::fill(zr, zr + kTile, 1.f);
+              }
+              const float d = di[r];
+#pragma omp simd
+              for (int j = 0; j < kTile; ++j) {
+                const float pj = srow[j];
+                dprow[j] = pj * (dprow[j] * zr[j] - d);  // dS
+                srow[j] = pj * zr[j];                    // dropped P, for dV
+              }
+              if (capped) {
+                const float* dm = w.dmod.data() + r * kTile;
+#pragma omp simd
+                for (int j = 0; j < kTile; ++j) dprow[j] *= dm[j];
+              }
+            }
+            // dV += P^T dO, dK += dS^T Q (scaled at the end), dQ += dS K.
+            float t[kTile * kTile];
+            transpose_tile(s, t);
+            gemm_nn(t, kTile, w.dop.data(), dvp, rows4, dv_acc.data() + k0 * dvp, kTile);
+            transpose_tile(dp, t);
+            gemm_nn(t, kTile, w.qp.data(), dkp, rows4, dk_acc.data() + k0 * dkp, kTile);
+            gemm_nn(dp, kTile, w.kp.data(), dkp, kTile, w.dq.data(), rows4);
+          }
+          float* dqb = dq + ((b * p.Hq + h) * p.Sq + q0) * p.Dk;
+          for (std::int64_t r = 0; r < rows; ++r)
+            for (std::int64_t x = 0; x < p.Dk; ++x)
+              dqb[r * p.Dk + x] = w.dq[static_cast<std::size_t>(r * dkp + x)] * p.scale;
+        }
+      }
+      float* dkb = dk + (b * p.Hkv + kvh) * p.Sk * p.Dk;
+      float* dvb = dv + (b * p.Hkv + kvh) * p.Sk * p.Dv;
+      for (std::int64_t r = 0; r < p.Sk; ++r) {
+        for (std::int64_t x = 0; x < p.Dk; ++x)
+          dkb[r * p.Dk + x] = dk_acc[static_cast<std::size_t>(r * dkp + x)];
+        for (std::int64_t x = 0; x < p.Dv; ++x)
+          dvb[r * p.Dv + x] = dv_acc[static_cast<std::size_t>(r * dvp + x)];
+      }
+    }
+  }
+}
+
+}  // namespace stag::attn

@@ -1,0 +1,21 @@
+// Gradient of the fused attention: one attention_backward node computes dq (and, on the CPU,
+// dk and dv with it, in one pass over the tiles); attention_backward_kv nodes hand out dk and
+// dv. All three recompute the probabilities from q, k and the forward's row statistics, so
+// nothing of size [Sq, Sk] is stored between the passes.
+#pragma once
+
+#include <stag/ops/attention/attention.hpp>
+
+namespace stag {
+
+constexpr void OpDef<OpId::attention>::vjp(VjpCtx& c) {
+  const Ref q = c.x(0), k = c.x(1), v = c.x(2);
+  const Ref keep = c.nin() == 4 ? c.x(3) : Ref{};
+  const Attrs a = c.attr();
+  const Ref dq = attention_backward(q, k, v, c.y(), c.g(), keep, a);
+  c.grads[0] = dq;
+  c.grads[1] = attention_backward_kv(dq, q, k, v, c.y(), c.g(), keep, a, 0);
+  c.grads[2] = attention_backward_kv(dq, q, k, v, c.y(), c.g(), keep, a, 1);
+}
+
+}  // namespace stag
