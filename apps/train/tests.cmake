@@ -126,7 +126,7 @@ if(TARGET stag-generate)
     PASS_REGULAR_EXPRESSION "stag-generate: tokenizer: \"type\" is 5, not a string .*\\(in .*type5_tokenizer.json\\)")
   # A cache that cannot fit in memory is refused by its size (it said "weight ... is not a parameter").
   add_test(NAME stag_train.generate_huge_max_len COMMAND stag-generate --checkpoint ${smoke}/lm/model.safetensors
-           --max-len 1e8 --max-new-tokens 4)
+           --max-len 100000000 --max-new-tokens 4)
   set_tests_properties(stag_train.generate_huge_max_len PROPERTIES DEPENDS stag_train.lm
     PASS_REGULAR_EXPRESSION "a cache of 100000000 positions \\(max_len\\) needs [0-9.]+ GiB of key/value cache")
   set_tests_properties(stag_train.generate_bad_tokenizer stag_train.generate_huge_max_len PROPERTIES

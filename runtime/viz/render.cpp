@@ -86,10 +86,22 @@ std::string op_detail(const GraphView& g, int n) {
   }
 }
 
-// Dropout's salt (i[0]) only picks the node's random stream: two layers that differ in it
-// alone have the same structure.
+// Dropout's salt (i[0]; i[2] for the fused attention ops, whose probabilities' dropout is
+// in the op) only picks the node's random stream: two layers that differ in it alone have the
+// same structure.
 void fold_attrs(const GraphView& g, int n, Attrs& a) {
-  if (op_id(g.node(n).op) == OpId::dropout) a.i[0] = 0;
+  switch (op_id(g.node(n).op)) {
+    case OpId::dropout:
+      a.i[0] = 0;
+      break;
+    case OpId::attention:
+    case OpId::attention_backward:
+    case OpId::attention_backward_kv:
+      a.i[2] = 0;
+      break;
+    default:
+      break;
+  }
 }
 
 std::string_view registry_name(OpCode c) {
