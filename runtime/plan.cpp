@@ -173,7 +173,8 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
 
   // 2. Kinds, shapes and views; arena buffers for inputs and computed values.
   plan->nodes.resize(idx(N));
-  std::vector<int> alias_of(idx(N), -1);             // alias nodes: the node whose bytes they view
+  std::vector<int> alias_of(idx(N), -1);   // alias nodes: the node whose bytes they view
+  std::vector<int> result_of(idx(N), -1);  // nodes whose result is an input they wrote (kResultIs)
   std::vector<std::vector<PostOp>> post(idx(N));     // matmul nodes: folded consumers
   std::vector<int> fused_into(idx(N), -1);           // folded nodes: their matmul
   std::vector<std::vector<int>> extra_deps(idx(N));  // matmul nodes: compute inputs of folded ops
@@ -247,6 +248,19 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
       }
     }
     p.kind = NodePlan::Kind::compute;
+    if (const int k = kResultIs[nd.op.value]; k >= 0) {
+      // The result is input k after the node wrote it (cache_write returns its cache): no new
+      // buffer, and its readers wait for this node by their data edge.
+      const int target = nd.in[k];
+      const TensorView& tv = plan->nodes[idx(target)].view;
+      if (!tv.contiguous() || tv.dtype != p.view.dtype || tv.numel() != p.view.numel())
+        throw Error("stag: " + g.name(n) + ": " + std::string(op_name(nd.op)) +
+                    " needs a contiguous input " + std::to_string(k) +
+                    " of its result's shape and dtype (a state tensor)");
+      result_of[idx(n)] = target;
+      node_buf[idx(n)] = node_buf[idx(target)];
+      continue;
+    }
     node_buf[idx(n)] = uf.add();
     buf_node.push_back(n);
   }
@@ -331,6 +345,8 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
     NodePlan& p = plan->nodes[idx(n)];
     if (p.kind == NodePlan::Kind::alias) {
       p.view.data = plan->nodes[idx(alias_of[idx(n)])].view.data;
+    } else if (result_of[idx(n)] >= 0) {
+      p.view.data = plan->nodes[idx(result_of[idx(n)])].view.data;
     } else if (p.buffer >= 0) {
       p.view.data = plan->arena_ + plan->memory.offsets[idx(p.buffer)];
     }
@@ -345,7 +361,7 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
   for (int n = 0; n < N; ++n) {
     NodePlan& p = plan->nodes[idx(n)];
     if (p.kind != NodePlan::Kind::compute) continue;
-    users[idx(p.buffer)].push_back(n);
+    if (p.buffer >= 0) users[idx(p.buffer)].push_back(n);
     std::vector<int> reads(g.node(n).in, g.node(n).in + g.node(n).nin);
     reads.insert(reads.end(), extra_deps[idx(n)].begin(), extra_deps[idx(n)].end());
     for (int r : reads) {

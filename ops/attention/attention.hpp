@@ -12,8 +12,18 @@
 // query row gives zeros, as masked softmax does. f32 or f64.
 // PyTorch: F.scaled_dot_product_attention(q, k, v, attn_mask=keep, dropout_p=p,
 // is_causal=True, scale=s, enable_gqa=True).
+// Over a key/value cache, with one position per batch row (decoding, ragged batches):
+//   sdpa(q [B, H, T, Dk], k [B, KVH, L, Dk], v [B, KVH, L, Dv], cache_positions(pos [B] i32),
+//        {.mask = AttnMask::causal | AttnMask::sliding_window})
+// pos[b] is the cache position of row b's first query: query i of row b sees key j iff
+// j <= pos[b] + i (and, with a window, j > pos[b] + i - window); pos[b] = -1 makes row b
+// inactive (zeros out, no work). The kernels skip the key tiles past each query tile's last
+// visible key, so a step costs O(T (pos + T)), not O(T L). Positions must be in
+// [-1, L - T] (a stag::Error otherwise). Inference only: no dropout, and differentiating it
+// is a compile error (stag::grad names this op).
 // Attrs: i[0] = mask kind (attn::MaskKind), i[1] = window, i[2] = dropout salt, i[3] = 1 when
-// the scale is the default, f[0] = scale, f[1] = dropout p.
+// the scale is the default, i[4] = 1 when input 3 is the cache positions, f[0] = scale,
+// f[1] = dropout p.
 // Gradients: attention_backward (dq) and attention_backward_kv (dk or dv, attr i[5]), which
 // recompute the probabilities tile by tile from the forward's saved log-sum-exp.
 #pragma once
@@ -102,6 +112,28 @@ constexpr ShapeResult masked_attention(const ShapeV& q, DType tq, const ShapeV& 
 }
 }  // namespace rules
 
+// The attention mask of sdpa over a key/value cache: pos [B] i32, the cache position of each
+// batch row's first query (see the top of this file). Made by cache_positions(pos).
+template <class S, DType T>
+struct CachePositions {
+  Tensor<S, T> pos;
+};
+template <class S, DType T>
+constexpr CachePositions<S, T> cache_positions(Tensor<S, T> pos) {
+  return {pos};
+}
+
+namespace rules {
+constexpr ShapeResult cached_attention(const ShapeV& q, DType tq, const ShapeV& k, DType tk,
+                                       const ShapeV& v, DType tv, const ShapeV& pos, DType tp) {
+  const ShapeResult r = attention(q, tq, k, tk, v, tv);
+  if (!r.ok()) return r;
+  if (tp != DType::i32) return shape_fail(ShapeErr::index_dtype);
+  if (pos.rank != 1 || !(pos.dims[0] == q.dims[0])) return shape_fail(ShapeErr::labels);
+  return r;
+}
+}  // namespace rules
+
 namespace detail {
 constexpr Attrs sdpa_attrs(const SdpaOptions& o, std::int64_t salt) {
   // NOTE: written as !(p >= 0 && p < 1) so that a NaN p is refused too.
@@ -131,6 +163,23 @@ constexpr Ref sdpa(Ref q, Ref k, Ref v, Ref keep, const SdpaOptions& o = {}) {
   return emit(OpId::attention, "attention", {q, k, v, keep},
               rules::masked_attention(q.shape(), q.dtype(), k.shape(), k.dtype(), v.shape(),
                                       v.dtype(), keep.shape(), keep.dtype()),
+              &a);
+}
+
+// Untyped front-end of sdpa over a key/value cache; `pos` is [B] i32.
+constexpr Ref sdpa_cached(Ref q, Ref k, Ref v, Ref pos, const SdpaOptions& o) {
+  if (o.mask != AttnMask::causal && o.mask != AttnMask::sliding_window)
+    throw GraphError(
+        "stag::sdpa: attention over a cache (cache_positions) is causal: pass .mask = "
+        "AttnMask::causal or AttnMask::sliding_window");
+  if (o.dropout != 0.0)
+    throw GraphError(
+        "stag::sdpa: attention over a cache (cache_positions) is for inference: no dropout");
+  Attrs a = detail::sdpa_attrs(o, 0);
+  a.i[4] = 1;
+  return emit(OpId::attention, "attention", {q, k, v, pos},
+              rules::cached_attention(q.shape(), q.dtype(), k.shape(), k.dtype(), v.shape(),
+                                      v.dtype(), pos.shape(), pos.dtype()),
               &a);
 }
 
@@ -183,6 +232,25 @@ constexpr auto sdpa(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> v, const Sdp
   else
     return q;
 }
+// sdpa over a key/value cache: k and v are the cache [B, KVH, L, D] (usually cache_write's
+// result, so that they hold this step's keys and values), pos [B] i32 each row's position.
+template <class SQ, class SK, class SV, DType T, class SP, DType TP>
+constexpr auto sdpa(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> v, CachePositions<SP, TP> at,
+                    const SdpaOptions& o = {.mask = AttnMask::causal}) {
+  constexpr ShapeResult r =
+      rules::cached_attention(SQ::value, T, SK::value, T, SV::value, T, SP::value, TP);
+  detail::sdpa_checks<r>();
+  static_assert(r.err != ShapeErr::index_dtype,
+                "stag::sdpa: the cache positions must be i32 (cache_positions(pos), pos [B])");
+  static_assert(r.err != ShapeErr::labels,
+                "stag::sdpa: the cache positions must be [B], one per row of q's batch dim "
+                "(cache_positions(pos))");
+  if constexpr (r.ok())
+    return typed<r.shape, T, SQ, SK, SV>(sdpa_cached(q.ref(), k.ref(), v.ref(), at.pos.ref(), o));
+  else
+    return q;
+}
+
 template <class SQ, class SK, class SV, DType T, class SM, DType TM>
 constexpr auto sdpa(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> v, Tensor<SM, TM> keep,
                     const SdpaOptions& o = {}) {

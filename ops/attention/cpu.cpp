@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include <stag/ops/attention/attention.hpp>
+#include <stag/ops/attention/positions.hpp>
 #include <stag/ops/attention/tiled.hpp>
 #include <stag/ops/cpu_kernel.hpp>
 
@@ -51,7 +52,9 @@ bool problem_of(const CpuNode& n, int first, int keep, attn::Problem& p) {
   p.q = q.as<const float>();
   p.k = k.as<const float>();
   p.v = v.as<const float>();
-  if (keep < static_cast<int>(n.in.size())) {
+  if (a.i[4] != 0) {  // input 3: the cache positions [B] i32, read when the step runs
+    p.pos = n.in[3].as<const std::int32_t>();
+  } else if (keep < static_cast<int>(n.in.size())) {
     TensorView m = n.in[static_cast<std::size_t>(keep)];
     if (m.rank == 3) {  // [B, Sq, Sk]: insert the head axis
       m.rank = 4;
@@ -68,7 +71,15 @@ bool problem_of(const CpuNode& n, int first, int keep, attn::Problem& p) {
 std::string describe_of(const char* what, const attn::Problem& p) {
   static constexpr const char* kMasks[] = {"no mask", "causal", "sliding window"};
   static constexpr const char* kMods[] = {"", ", alibi", ", softcap"};
-  char buf[160];
+  char buf[200];
+  if (p.pos) {
+    std::snprintf(buf, sizeof buf,
+                  "own %s (%dx%d tiles, %s at per-row cache positions%s, key tiles past each "
+                  "row's position skipped)",
+                  what, attn::kTile, attn::kTile, kMasks[static_cast<int>(p.mask)],
+                  kMods[static_cast<int>(p.score_mod)]);
+    return buf;
+  }
   std::snprintf(buf, sizeof buf, "own %s (%dx%d tiles, %s%s%s, %.0f%% of tiles computed)", what,
                 attn::kTile, attn::kTile, kMasks[static_cast<int>(p.mask)],
                 p.keep ? " + keep mask" : "", kMods[static_cast<int>(p.score_mod)],
@@ -93,6 +104,7 @@ class AttentionKernel final : public OwnKernel {
         p_(p),
         lse_(std::move(lse)) {}
   void run() override {
+    if (p_.pos) kernel::check_cache_positions(g_, node_, p_.pos, p_.B, p_.Sq, p_.Sk);
     set_dropout(p_, attr(), state_);
     attn::forward(p_, out_.as<float>(), lse_->data());
   }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <stag/ops/attention/attention.hpp>
+#include <stag/ops/attention/positions.hpp>
 #include <stag/ops/kernel.hpp>
 #include <stag/ops/random.hpp>
 
@@ -17,6 +18,7 @@ struct Dims {
   std::int64_t B = 1, Hq = 1, Hkv = 1, Sq = 1, Sk = 1, Dk = 1, Dv = 1;
   std::int64_t keep_st[4] = {};  // broadcast strides of the keep mask over [B, Hq, Sq, Sk]
   bool has_keep = false;
+  const std::int32_t* pos = nullptr;  // cache positions [B] (attrs i[4]), or null
 };
 
 Dims dims_of(const KernelArgs& a, int keep_input) {
@@ -30,7 +32,10 @@ Dims dims_of(const KernelArgs& a, int keep_input) {
   d.Sk = k.dims[r - 2];
   d.Dk = q.dims[r - 1];
   d.Dv = v.dims[r - 1];
-  if (keep_input < static_cast<int>(a.in.size())) {
+  if (a.attr().i[4] != 0) {
+    d.pos = a.in[3].as<const std::int32_t>();
+    kernel::check_cache_positions(a.g, a.node, d.pos, d.B, d.Sq, d.Sk);
+  } else if (keep_input < static_cast<int>(a.in.size())) {
     d.has_keep = true;
     const std::int64_t sd[4] = {d.B, d.Hq, d.Sq, d.Sk};
     TensorView m = a.in[static_cast<std::size_t>(keep_input)];
@@ -44,9 +49,15 @@ Dims dims_of(const KernelArgs& a, int keep_input) {
   return d;
 }
 
+// The key position of row b's first query.
+std::int64_t key_offset(const Dims& d, std::int64_t b) {
+  return d.pos ? static_cast<std::int64_t>(d.pos[b]) : d.Sk - d.Sq;
+}
+
 bool kept(const Attrs& at, const Dims& d, const bool* keep, std::int64_t b, std::int64_t h,
           std::int64_t q, std::int64_t k) {
-  const std::int64_t hi = q + d.Sk - d.Sq;
+  if (d.pos && d.pos[b] < 0) return false;  // an inactive row
+  const std::int64_t hi = q + key_offset(d, b);
   const auto kind = static_cast<AttnMask>(at.i[0]);
   if (kind != AttnMask::none && k > hi) return false;
   if (kind == AttnMask::sliding_window && k <= hi - at.i[1]) return false;
@@ -62,12 +73,12 @@ double scale_of(const Attrs& at, const Dims& d) {
 
 // The built-in score modification of the scaled score s (attrs i[6]: 1 ALiBi, 2 soft-capping
 // with cap f[2]); `ds` gets d(modified) / d(s).
-double modify_score(const Attrs& at, const Dims& d, std::int64_t h, std::int64_t q, std::int64_t k,
-                    double s, double& ds) {
+double modify_score(const Attrs& at, const Dims& d, std::int64_t b, std::int64_t h, std::int64_t q,
+                    std::int64_t k, double s, double& ds) {
   ds = 1.0;
   if (at.i[6] == 1) {
     const double slope = std::exp2(-8.0 * static_cast<double>(h + 1) / static_cast<double>(d.Hq));
-    return s - slope * static_cast<double>(q + d.Sk - d.Sq - k);
+    return s - slope * static_cast<double>(q + key_offset(d, b) - k);
   }
   if (at.i[6] == 2) {
     const double t = std::tanh(s / at.f[2]);
@@ -98,7 +109,7 @@ void row_probs(const KernelArgs& a, const Dims& d, const bool* keep, std::int64_
     for (std::int64_t x = 0; x < d.Dk; ++x)
       s += static_cast<double>(q[((b * d.Hq + h) * d.Sq + i) * d.Dk + x]) *
            static_cast<double>(k[((b * d.Hkv + kh) * d.Sk + j) * d.Dk + x]);
-    const double m = modify_score(at, d, h, i, j, s * scale, dmod[static_cast<std::size_t>(j)]);
+    const double m = modify_score(at, d, b, h, i, j, s * scale, dmod[static_cast<std::size_t>(j)]);
     p[static_cast<std::size_t>(j)] = m;
     mx = std::max(mx, m);
   }
@@ -124,7 +135,7 @@ void row_probs(const KernelArgs& a, const Dims& d, const bool* keep, std::int64_
 }
 
 const bool* keep_data(const KernelArgs& a, int keep_input) {
-  return keep_input < static_cast<int>(a.in.size())
+  return a.attr().i[4] == 0 && keep_input < static_cast<int>(a.in.size())
              ? a.in[static_cast<std::size_t>(keep_input)].as<const bool>()
              : nullptr;
 }
@@ -183,6 +194,17 @@ void backward(const KernelArgs& a0, int which) {
 }
 
 }  // namespace
+
+void kernel::check_cache_positions(const GraphView& g, int node, const std::int32_t* pos,
+                                   std::int64_t batch, std::int64_t sq, std::int64_t sk) {
+  for (std::int64_t b = 0; b < batch; ++b)
+    if (pos[b] < -1 || pos[b] > sk - sq)
+      throw Error("stag: " + g.name(node) + ": sdpa over a cache of " + std::to_string(sk) +
+                  " positions with " + std::to_string(sq) +
+                  " new queries per row: cache position " + std::to_string(pos[b]) +
+                  " of batch row " + std::to_string(b) + " is outside [-1, " +
+                  std::to_string(sk - sq) + "] (-1: an inactive row)");
+}
 
 void OpDef<OpId::attention>::reference(const KernelArgs& a) {
   const Dims d = dims_of(a, 3);

@@ -37,6 +37,9 @@ struct Problem {
   ScoreMod score_mod = ScoreMod::none;
   float softcap = 0.f;      // ScoreMod::softcap: c
   std::int64_t window = 0;  // sliding_window: keys in (q' - window, q'] are kept
+  // Cache positions [B] (or null): query q of row b sits at key position pos[b] + q instead of
+  // q + Sk - Sq; pos[b] < 0 makes row b inactive (nothing kept, zeros out).
+  const std::int32_t* pos = nullptr;
   // A dense keep mask broadcast to [B, Hq, Sq, Sk] (strides 0 on broadcast dims), or null.
   const bool* keep = nullptr;
   std::int64_t keep_st[4] = {};
@@ -50,10 +53,19 @@ struct Problem {
   std::int64_t q_st[3] = {}, k_st[3] = {}, v_st[3] = {};
 };
 
-// Which tiles a built-in mask keeps: 0 = none of the tile, 1 = part of it, 2 = all of it.
-inline int tile_class(const Problem& p, std::int64_t q0, std::int64_t q1, std::int64_t k0,
-                      std::int64_t k1) {
-  const std::int64_t off = p.Sk - p.Sq;
+// The key position of row b's first query: pos[b] with cache positions, else Sk - Sq.
+inline std::int64_t key_offset(const Problem& p, std::int64_t b) {
+  return p.pos ? static_cast<std::int64_t>(p.pos[b]) : p.Sk - p.Sq;
+}
+inline bool row_inactive(const Problem& p, std::int64_t b) {
+  return p.pos && p.pos[b] < 0;
+}
+
+// Which tiles of row b a built-in mask keeps: 0 = none of the tile, 1 = part of it, 2 = all.
+inline int tile_class(const Problem& p, std::int64_t b, std::int64_t q0, std::int64_t q1,
+                      std::int64_t k0, std::int64_t k1) {
+  if (row_inactive(p, b)) return 0;
+  const std::int64_t off = key_offset(p, b);
   int c = 2;
   if (p.mask != MaskKind::none) {
     // Row q keeps keys [lo(q), hi(q)] with hi(q) = q + off and, for a window, lo = hi - w + 1.
@@ -72,7 +84,8 @@ inline int tile_class(const Problem& p, std::int64_t q0, std::int64_t q1, std::i
 
 inline bool keep_fn(const Problem& p, std::int64_t b, std::int64_t h, std::int64_t q,
                     std::int64_t kk) {
-  const std::int64_t hi = q + p.Sk - p.Sq;
+  if (row_inactive(p, b)) return false;
+  const std::int64_t hi = q + key_offset(p, b);
   if (p.mask != MaskKind::none && kk > hi) return false;
   if (p.mask == MaskKind::sliding_window && kk <= hi - p.window) return false;
   if (p.keep != nullptr &&
@@ -87,13 +100,15 @@ inline float alibi_slope(const Problem& p, std::int64_t h) {
       std::exp2(-8.0 * static_cast<double>(h + 1) / static_cast<double>(p.Hq)));
 }
 
-// The fraction of (query tile, key tile) pairs that the kernel computes.
+// The fraction of (query tile, key tile) pairs that the kernel computes (of batch row 0; -1
+// with cache positions, which are only known when the step runs).
 inline double tile_fraction(const Problem& p) {
+  if (p.pos) return -1.0;
   std::int64_t all = 0, kept = 0;
   for (std::int64_t q0 = 0; q0 < p.Sq; q0 += kTile)
     for (std::int64_t k0 = 0; k0 < p.Sk; k0 += kTile) {
       ++all;
-      kept += tile_class(p, q0, std::min(p.Sq, q0 + kTile), k0, std::min(p.Sk, k0 + kTile)) > 0;
+      kept += tile_class(p, 0, q0, std::min(p.Sq, q0 + kTile), k0, std::min(p.Sk, k0 + kTile)) > 0;
     }
   return all ? static_cast<double>(kept) / static_cast<double>(all) : 1.0;
 }
@@ -222,7 +237,7 @@ inline void mask_scores(const Problem& p, int cls, std::int64_t b, std::int64_t 
     float* row = s + r * kTile;
     if (p.score_mod == ScoreMod::alibi) {
       const float m = alibi_slope(p, h);
-      const float qpos = static_cast<float>(q0 + r + p.Sk - p.Sq - k0);
+      const float qpos = static_cast<float>(q0 + r + key_offset(p, b) - k0);
 #pragma omp simd
       for (int j = 0; j < kTile; ++j) row[j] -= m * (qpos - static_cast<float>(j));
     } else if (p.score_mod == ScoreMod::softcap) {
@@ -317,9 +332,16 @@ inline void forward(const Problem& p, float* o, float* lse) {
       pack_rows(qb, p.q_st[2], q0, rows, p.Dk, dkp, w.qp.data(), p.scale);
       std::fill(w.acc.begin(), w.acc.end(), 0.f);
       for (int r = 0; r < kTile; ++r) m[r] = ninf, l[r] = 0.f;
-      for (std::int64_t kt = 0; kt < nk; ++kt) {
+      // With a built-in mask no key after the tile's last query's position is kept: the loop
+      // stops there (with cache positions, the cost follows pos + Sq rather than Sk).
+      const std::int64_t nk_row =
+          row_inactive(p, b) ? 0
+          : p.mask == MaskKind::none
+              ? nk
+              : std::clamp<std::int64_t>((q0 + rows - 1 + key_offset(p, b)) / kTile + 1, 0, nk);
+      for (std::int64_t kt = 0; kt < nk_row; ++kt) {
         const std::int64_t k0 = kt * kTile, cols = std::min<std::int64_t>(kTile, p.Sk - k0);
-        const int cls = tile_class(p, q0, q0 + rows, k0, k0 + cols);
+        const int cls = tile_class(p, b, q0, q0 + rows, k0, k0 + cols);
         if (cls == 0) continue;
         pack_cols(kb, p.k_st[2], k0, cols, p.Dk, w.kt.data());
         pack_rows(vb, p.v_st[2], k0, cols, p.Dv, dvp, w.vp.data());
@@ -428,7 +450,7 @@ inline void backward(const Problem& p, const float* o, const std::int64_t* o_st,
             for (int r = 0; r < kTile; ++r) m[r] = ninf, l[r] = 0.f;
             for (std::int64_t kt = 0; kt < nk; ++kt) {
               const std::int64_t k0 = kt * kTile, cols = std::min<std::int64_t>(kTile, p.Sk - k0);
-              const int cls = tile_class(p, q0, q0 + rows, k0, k0 + cols);
+              const int cls = tile_class(p, b, q0, q0 + rows, k0, k0 + cols);
               if (cls == 0) continue;
               pack_cols(kb, p.k_st[2], k0, cols, p.Dk, w.kt.data());
               gemm_nt(w.qp.data(), dkp, w.kt.data(), p.Dk, w.s.data(), rows4);
@@ -450,7 +472,7 @@ inline void backward(const Problem& p, const float* o, const std::int64_t* o_st,
           std::fill(w.dq.begin(), w.dq.end(), 0.f);
           for (std::int64_t kt = 0; kt < nk; ++kt) {
             const std::int64_t k0 = kt * kTile, cols = std::min<std::int64_t>(kTile, p.Sk - k0);
-            const int cls = tile_class(p, q0, q0 + rows, k0, k0 + cols);
+            const int cls = tile_class(p, b, q0, q0 + rows, k0, k0 + cols);
             if (cls == 0) continue;
             pack_cols(kb, p.k_st[2], k0, cols, p.Dk, w.kt.data());
             pack_rows(kb, p.k_st[2], k0, cols, p.Dk, dkp, w.kp.data());

@@ -9,6 +9,10 @@
 namespace stag {
 
 constexpr void OpDef<OpId::attention>::vjp(VjpCtx& c) {
+  // The message stays on the line of the throw, which the compilers quote.
+  // clang-format off
+  if (c.attr().i[4] != 0) throw GraphError("stag::grad: sdpa over a key/value cache (cache_positions) has no gradient: it is for decoding; train with sdpa(q, k, v, {.mask = AttnMask::causal}) over the whole sequence");
+  // clang-format on
   const Ref q = c.x(0), k = c.x(1), v = c.x(2);
   const Ref keep = c.nin() == 4 ? c.x(3) : Ref{};
   const Attrs a = c.attr();

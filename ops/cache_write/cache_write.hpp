@@ -1,14 +1,19 @@
-// cache_write: writes new rows into a persistent cache tensor in place, at a position read at
-// run time (the key/value cache of autoregressive decoding).
-//   cache_write(k_cache [B, H, L, Dh], k_new [B, H, T, Dh], pos [1] i32) -> [] f32 (always 0)
+// cache_write: writes new rows into a persistent cache tensor in place, at positions read at
+// run time (the key/value cache of autoregressive decoding), and returns the updated cache.
+//   cache_write(k_cache [B, H, L, Dh], k_new [B, H, T, Dh], pos [1] | [] | [B] i32) -> [B, H, L,
+//   Dh]
 // Rows pos .. pos+T-1 of the cache's second-to-last dim become the T rows of `rows`; every
-// other row keeps its value. The cache is a state tensor (kFlagState, held in the session's
-// parameter store), the rows have the cache's rank, dtype and dims except that one, and pos is
-// a [1] or [] i32/i64 tensor. 0 <= pos and pos + T <= L are checked when the step runs; a write
-// that does not fit is a stag::Error naming the node, pos, T and L, and changes nothing.
-// Ordering: the planner runs a writer after every other reader of the tensor it writes (see
-// `writes`), so the readers of the cache in the same step see the values from before the
-// write; nodes that write are always executed, although nothing reads their output.
+// other row keeps its value. With pos [B] (per row: ragged batches), row b of the cache gets
+// row b of `rows` at pos[b], and pos[b] = -1 leaves row b alone (a finished or padding row).
+// The cache is a state tensor (kFlagState, held in the session's parameter store), the rows
+// have the cache's rank, dtype and dims except that one, and pos is i32 or i64. 0 <= pos and
+// pos + T <= L are checked when the step runs; a write that does not fit is a stag::Error
+// naming the node, pos, T and L, and changes nothing.
+// Ordering: the result is the cache itself after the write (no copy: the planner gives the
+// node the cache's bytes, `result_is`), so whatever reads the result reads this step's rows
+// too (sdpa over the cache). Whatever reads the cache tensor itself runs before the write
+// (the planner runs a writer after every other reader of what it writes, `writes`). A
+// writer nobody reads is still executed.
 // PyTorch: k_cache[..., pos:pos+T, :] = k_new (an in-place slice assignment). No gradient.
 // No attrs.
 #pragma once
@@ -38,6 +43,7 @@ template <>
 struct OpDef<OpId::cache_write> {
   static constexpr OpInfo info{"cache_write", "cache←", 3, 0b111};
   static constexpr std::uint8_t writes = 0b001;  // the cache
+  static constexpr std::int8_t result_is = 0;    // the result is the written cache
   static void reference(const KernelArgs&);
   static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
 };
@@ -52,8 +58,9 @@ constexpr ShapeResult cache_write(const ShapeV& cache, DType tc, const ShapeV& r
     if (i != cache.rank - 2 && !(cache.dims[i] == rows.dims[i]))
       return shape_fail(ShapeErr::shape_mismatch);
   const bool one = pos.rank == 0 || (pos.rank == 1 && pos.dims[0] == static_dim(1));
-  if (!one) return shape_fail(ShapeErr::not_one);
-  return shape_ok(ShapeV{}, DType::f32);
+  const bool per_row = pos.rank == 1 && pos.dims[0] == cache.dims[0];
+  if (!one && !per_row) return shape_fail(ShapeErr::not_one);
+  return shape_ok(cache, tc);
 }
 }  // namespace rules
 
@@ -76,11 +83,12 @@ constexpr auto cache_write(Tensor<SC, TC> cache, Tensor<SR, TR> rows, Tensor<SP,
                 "stag::cache_write: the rows must have the cache's dims except the second-to-last "
                 "(the positions)");
   static_assert(r.err != ShapeErr::not_one,
-                "stag::cache_write: pos must be [1] or [] (one position)");
+                "stag::cache_write: pos must be [1] or [] (one position for every row) or "
+                "[B] (one per row of the cache's first dim)");
   if constexpr (r.ok())
-    return Tensor<Shape<>, DType::f32>{cache.b, cache_write(cache.ref(), rows.ref(), pos.ref()).id};
+    return Tensor<SC, TC>{cache.b, cache_write(cache.ref(), rows.ref(), pos.ref()).id};
   else
-    return Tensor<Shape<>, DType::f32>{cache.b, cache.id};
+    return cache;
 }
 
 }  // namespace stag

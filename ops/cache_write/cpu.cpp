@@ -1,5 +1,6 @@
 // CPU kernel of cache_write: the reference's position check, then the row blocks copied in
-// parallel over the leading dims (batch x heads), straight into the cache's external buffer.
+// parallel over the leading dims (batch x heads), straight into the cache's external buffer,
+// which is also the node's result (the planner aliases them: OpDef::result_is).
 #include <cstring>
 
 #include <stag/ops/cache_write/position.hpp>
@@ -16,28 +17,31 @@ class CacheWriteKernel final : public OwnKernel {
   void run() override {
     const TensorView& cache = in_[0];
     const TensorView& rows = in_[1];
-    const std::int64_t p = kernel::cache_write_position(g_, node_, cache, rows, in_[2]);
-    out_.as<float>()[0] = 0.f;
-    const std::int64_t len = cache.dims[cache.rank - 2], t = rows.dims[rows.rank - 2];
-    const std::int64_t row_bytes =
-        cache.dims[cache.rank - 1] * static_cast<std::int64_t>(dtype_size(cache.dtype));
-    std::int64_t outer = 1;
-    for (int d = 0; d < cache.rank - 2; ++d) outer *= cache.dims[d];
-    if (t == 0 || row_bytes == 0) return;
-    auto* dst = static_cast<char*>(cache.data);
-    const auto* src = static_cast<const char*>(rows.data);
-    const std::size_t block = static_cast<std::size_t>(t * row_bytes);
-    // Small writes (one token) are cheaper on one thread than waking the team.
-#pragma omp parallel for schedule(static) if (outer * t * row_bytes > (1 << 16))
-    for (std::int64_t o = 0; o < outer; ++o)
-      std::memcpy(dst + (o * len + p) * row_bytes, src + o * t * row_bytes, block);
+    const std::vector<std::int64_t> at =
+        kernel::cache_write_positions(g_, node_, cache, rows, in_[2]);
+    const kernel::CacheWriteLayout l = kernel::cache_write_layout(cache, rows);
+    if (l.t > 0 && l.row_bytes > 0) {
+      auto* dst = static_cast<char*>(cache.data);
+      const auto* src = static_cast<const char*>(rows.data);
+      const std::size_t block = static_cast<std::size_t>(l.t * l.row_bytes);
+      // Small writes (one token) are cheaper on one thread than waking the team.
+#pragma omp parallel for schedule(static) if (l.outer * l.t * l.row_bytes > (1 << 16))
+      for (std::int64_t o = 0; o < l.outer; ++o) {
+        const std::int64_t p = at[static_cast<std::size_t>(o / l.inner)];
+        if (p >= 0)
+          std::memcpy(dst + (o * l.len + p) * l.row_bytes, src + o * l.t * l.row_bytes, block);
+      }
+    }
+    if (out_.data != cache.data)
+      std::memcpy(out_.data, cache.data,
+                  static_cast<std::size_t>(cache.numel()) * dtype_size(cache.dtype));
   }
 };
 
 }  // namespace
 
 std::unique_ptr<CpuKernel> OpDef<OpId::cache_write>::cpu(const CpuNode& n) {
-  if (!n.in[0].contiguous() || !n.in[1].contiguous() || n.out.dtype != DType::f32) return nullptr;
+  if (!n.in[0].contiguous() || !n.in[1].contiguous() || !n.out.contiguous()) return nullptr;
   return std::make_unique<CacheWriteKernel>(n);
 }
 

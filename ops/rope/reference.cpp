@@ -23,16 +23,21 @@ void OpDef<OpId::rope>::reference(const KernelArgs& a) {
     throw Error("stag: " + a.name() + ": rope theta = " + std::to_string(theta) + " is not > 0");
   const std::int64_t half = dh / 2;
   const std::int64_t rows = seq * dh == 0 ? 0 : x.numel() / (seq * dh);
+  // Positions [B, S] give each batch row its own table; [S] or none, one table for all rows.
+  const std::int64_t tables = a.in.size() > 1 && a.in[1].rank == 2 ? a.in[1].dims[0] : 1;
+  const std::int64_t rows_per_table = tables > 0 ? rows / tables : rows;
   // NOTE: angles are computed in double: p * theta^(-2i/Dh) loses digits in f32 at large p.
-  std::vector<double> cos_t(static_cast<std::size_t>(seq * half)), sin_t(cos_t.size());
-  for (std::int64_t s = 0; s < seq; ++s)
+  std::vector<double> inv_freq(static_cast<std::size_t>(half));
+  for (std::int64_t i = 0; i < half; ++i)
+    inv_freq[static_cast<std::size_t>(i)] =
+        std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(dh));
+  std::vector<double> cos_t(static_cast<std::size_t>(tables * seq * half)), sin_t(cos_t.size());
+  for (std::int64_t s = 0; s < tables * seq; ++s)
     for (std::int64_t i = 0; i < half; ++i) {
-      const double inv_freq =
-          std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(dh));
       const long double p =
           a.in.size() > 1 ? kernel::load_exact(a.in[1], s) : static_cast<long double>(s);
-      const double angle =
-          sign * static_cast<double>(p + static_cast<long double>(offset)) * inv_freq;
+      const double angle = sign * static_cast<double>(p + static_cast<long double>(offset)) *
+                           inv_freq[static_cast<std::size_t>(i)];
       cos_t[static_cast<std::size_t>(s * half + i)] = std::cos(angle);
       sin_t[static_cast<std::size_t>(s * half + i)] = std::sin(angle);
     }
@@ -43,9 +48,10 @@ void OpDef<OpId::rope>::reference(const KernelArgs& a) {
     for (std::int64_t r = 0; r < rows; ++r)
       for (std::int64_t s = 0; s < seq; ++s) {
         const std::int64_t base = (r * seq + s) * dh;
+        const std::int64_t row = (r / rows_per_table) * seq + s;  // the table row
         for (std::int64_t i = 0; i < half; ++i) {
-          const double c = cos_t[static_cast<std::size_t>(s * half + i)];
-          const double sn = sin_t[static_cast<std::size_t>(s * half + i)];
+          const double c = cos_t[static_cast<std::size_t>(row * half + i)];
+          const double sn = sin_t[static_cast<std::size_t>(row * half + i)];
           const double x1 = in[base + i], x2 = in[base + i + half];
           out[base + i] = static_cast<T>(x1 * c - x2 * sn);
           out[base + i + half] = static_cast<T>(x2 * c + x1 * sn);

@@ -4,9 +4,12 @@
 //   y[i] = x[i] cos - x[i + Dh/2] sin,   y[i + Dh/2] = x[i + Dh/2] cos + x[i] sin.
 //   rope(q [B, H, S, 64]) -> [B, H, S, 64];  rope(q, {.theta = 1e6, .offset = 128})
 //   rope(q [B, H, S, 64], positions [S] i32) -> [B, H, S, 64]   (row s at positions[s] + offset)
+//   rope(q [B, H, S, 64], positions [B, S] i32) -> [B, H, S, 64]   (row s of batch row b at
+//                                                                    positions[b, s] + offset)
 // The second form reads the positions at run time (decoding with a KV cache, where the position
 // of the new token is an input, not a constant of the graph); positions are i32 or i64, one per
-// row along S, shared by the leading dims, any integer (negative too).
+// row along S, shared by the leading dims ([S]) or one set per batch row ([B, S], for batches
+// whose rows are at different positions), any integer (negative too).
 // Apply it to q and k after the head split and transpose ([B, H, S, Dh]; minimind applies it on
 // [B, S, H, Dh], whose positions run along dim 1: transpose first). theta: the base (10000 by
 // default; minimind uses 1e6); offset: the position of the first row (decoding with a cache).
@@ -41,13 +44,16 @@ constexpr ShapeResult rope(const ShapeV& x, DType t) {
   if (dh.is_static() && dh.coef % 2 != 0) return shape_fail(ShapeErr::odd_dim);
   return shape_ok(x, t);
 }
-// With a positions input p [S]: integer, one position per row of x's second-to-last dim.
+// With a positions input p [S] or [B, S]: integer, one position per row of x's second-to-last
+// dim (per batch row: B is x's first dim, and x has at least 3 dims).
 constexpr ShapeResult rope_at(const ShapeV& x, DType t, const ShapeV& p, DType tp) {
   const ShapeResult r = rope(x, t);
   if (!r.ok()) return r;
   if (!is_integer(tp)) return shape_fail(ShapeErr::index_dtype);
-  if (p.rank != 1 || !(p.dims[0] == x.dims[x.rank - 2]))
-    return shape_fail(ShapeErr::shape_mismatch);
+  const bool shared = p.rank == 1 && p.dims[0] == x.dims[x.rank - 2];
+  const bool per_row =
+      p.rank == 2 && x.rank >= 3 && p.dims[0] == x.dims[0] && p.dims[1] == x.dims[x.rank - 2];
+  if (!shared && !per_row) return shape_fail(ShapeErr::shape_mismatch);
   return r;
 }
 }  // namespace rules
@@ -99,7 +105,8 @@ constexpr auto rope(Tensor<S, T> x, Tensor<SP, TP> positions, RopeOpts opts = {}
                 "(i, i + Dh/2)");
   static_assert(r.err != ShapeErr::index_dtype, "stag::rope: positions must be i32 or i64");
   static_assert(r.err != ShapeErr::shape_mismatch,
-                "stag::rope: positions must be [S], one per row of the input's second-to-last dim");
+                "stag::rope: positions must be [S], one per row of the input's second-to-last dim, "
+                "or [B, S], one set per batch row");
   if constexpr (r.ok())
     return Tensor<S, T>{x.b, rope(x.ref(), positions.ref(), opts.theta, opts.offset).id};
   else

@@ -52,10 +52,25 @@ constexpr std::uint8_t writes_of() {
   else
     return 0;
 }
+// The input k whose bytes, after the op wrote them in place, are the op's result (-1: none).
+// The result is then no new buffer: its readers read input k, and they run after the writer
+// because they read the writer's node (cache_write returns the cache it wrote).
+template <OpId Id>
+constexpr std::int8_t result_is_of() {
+  if constexpr (requires { OpDef<Id>::result_is; })
+    return OpDef<Id>::result_is;
+  else
+    return -1;
+}
 }  // namespace detail
 
 inline constexpr std::array<std::uint8_t, kOpCount> kWrites = {
 #define STAG_X(name) detail::writes_of<OpId::name>(),
+    STAG_OP_LIST(STAG_X)
+#undef STAG_X
+};
+inline constexpr std::array<std::int8_t, kOpCount> kResultIs = {
+#define STAG_X(name) detail::result_is_of<OpId::name>(),
     STAG_OP_LIST(STAG_X)
 #undef STAG_X
 };
