@@ -5,12 +5,17 @@
 # figure (`bench.<config>.<metric>: <value> <unit>`, `torch.` for PyTorch) and the ratios.
 #   ./bench.sh [--threads N] [--steps N] [--rounds N] [--schedules] [--no-torch]
 #   ./bench.sh --attn [--threads N] [--attn-steps N] [--attn-lengths 512,1024,...]
+#   ./bench.sh --generate [--threads N] [--gen-lengths 128,1024,4096] [--gen-batches 1,16]
 # --rounds N repeats the stag/PyTorch pairs N times (alternating which goes first) and takes the
 # median of the rounds for the ratios: the machine is shared and noisy. --schedules adds the
 # sequential vs parallel (TBB) schedule, 1 vs N threads, and both under load (a competing
 # `yes > /dev/null`). --no-torch times stag only. --attn runs only the long-sequence attention
 # benchmark of issue 15 (bench/attn.cpp: fused vs unfused training steps, the fused op's FLOP rate
-# against a oneDNN matmul of the same run, a sliding-window variant). Results: docs/benchmarks.md.
+# against a oneDNN matmul of the same run, a sliding-window variant). --generate runs only the
+# generation benchmark of issue 16 (bench/generate.cpp: prefill tokens/s next to a full forward
+# pass of the same tokens, time to first token, memory, decode tokens/s at batch 1 and 16, on
+# the `small` LM with random weights; tools/generate_bench.py beside it when PyTorch is there).
+# Results: docs/benchmarks.md.
 set -euo pipefail
 STAG_ROOT=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tools/deps.sh
@@ -24,6 +29,9 @@ torch=1
 attn=0
 attn_steps=3
 attn_lengths=512,1024,2048,4096,8192,16384
+generate=0
+gen_lengths=128,1024,4096
+gen_batches=1,16
 while [ $# -gt 0 ]; do
   case $1 in
     --threads) threads=$2; shift 2 ;;
@@ -34,7 +42,10 @@ while [ $# -gt 0 ]; do
     --attn) attn=1; shift ;;
     --attn-steps) attn_steps=$2; shift 2 ;;
     --attn-lengths) attn_lengths=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0" | cut -c3-; exit 0 ;;
+    --generate) generate=1; shift ;;
+    --gen-lengths) gen_lengths=$2; shift 2 ;;
+    --gen-batches) gen_batches=$2; shift 2 ;;
+    -h|--help) sed -n '2,19p' "$0" | cut -c3-; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -50,6 +61,27 @@ if [ "$attn" = 1 ]; then
   echo "bench.loadavg_start: $(cut -d' ' -f1-3 /proc/loadavg)"
   OMP_NUM_THREADS=$threads "$BUILD/bench/stag-bench-attn" --threads "$threads" --steps "$attn_steps" \
     --lengths "$attn_lengths"
+  echo "bench.loadavg_end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  exit 0
+fi
+
+if [ "$generate" = 1 ]; then
+  stag_install_debs
+  BUILD=${STAG_BUILD_DIR:-$STAG_ROOT/build}
+  stag_configure_build "$BUILD" stag-bench-generate >&2
+  export OMP_WAIT_POLICY=passive
+  echo "bench.command: $0 --generate --threads $threads --gen-lengths $gen_lengths --gen-batches $gen_batches"
+  echo "bench.date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "bench.machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+  echo "bench.loadavg_start: $(cut -d' ' -f1-3 /proc/loadavg)"
+  OMP_NUM_THREADS=$threads "$BUILD/bench/stag-bench-generate" --threads "$threads" \
+    --lengths "$gen_lengths" --batches "$gen_batches"
+  if [ "$torch" = 1 ] && /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+    OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads /usr/bin/python3 \
+      "$STAG_ROOT/tools/generate_bench.py" --preset small --prompt 128 --new 64 --threads "$threads"
+  else
+    echo "torch.generate: skipped (PyTorch is not importable here; apt-get install python3-torch)"
+  fi
   echo "bench.loadavg_end: $(cut -d' ' -f1-3 /proc/loadavg)"
   exit 0
 fi

@@ -1,7 +1,10 @@
 // stag-generate: samples text from a trained language model checkpoint (language_model<C> with
 // a compiled-in config, see models/lm_presets.hpp), with a key/value cache, and reports the
-// prefill and decode speed. To add an option, add a flag here and a field in GenerateOptions.
+// prefill and decode speed. The text is printed as it is sampled (GenerateOptions::on_token).
+// To add an option, add a flag here and a field in GenerateOptions.
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -58,7 +61,7 @@ int bench_random(const std::string& name, int prompt_tokens, stag::GenerateOptio
 
 int main(int argc, char** argv) {
   CLI::App app{"stag-generate: sample text from a trained stag language model"};
-  std::string checkpoint, prompt, tokenizer, schedule = "sequential";
+  std::string checkpoint, prompt, prompt_file, tokenizer, schedule = "sequential";
   stag::GenerateOptions o;
   o.max_new_tokens = 200;
   o.sample.temperature = 0.8;
@@ -70,6 +73,8 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint", checkpoint,
                  "checkpoint (.safetensors) saved from a language model");
   app.add_option("--prompt", prompt, "text to continue (empty: start from <bos>)");
+  app.add_option("--prompt-file", prompt_file, "read the text to continue from this file")
+      ->excludes("--prompt");
   app.add_option("--max-new-tokens", o.max_new_tokens, "tokens to generate")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--temperature", o.sample.temperature, "softmax temperature; 0 = greedy")
@@ -119,6 +124,14 @@ int main(int argc, char** argv) {
   if (bos) o.add_bos = true;
   if (no_bos) o.add_bos = false;
   o.stop_at_eos = !ignore_eos;
+  if (!prompt_file.empty()) {
+    std::ifstream in(prompt_file, std::ios::binary);
+    if (!in) {
+      std::fprintf(stderr, "stag-generate: cannot read the prompt file %s\n", prompt_file.c_str());
+      return 1;
+    }
+    prompt.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
   try {
     stag::GeneratorOptions go;
     go.threads = threads;
@@ -127,8 +140,16 @@ int main(int argc, char** argv) {
     go.allow_nonfinite = allow_nonfinite;
     go.schedule = schedule == "parallel" ? stag::Schedule::parallel : stag::Schedule::sequential;
     stag::Generator gen(checkpoint, go);
+    // The prompt, then each token as it comes.
+    std::fputs(prompt.c_str(), stdout);
+    std::fflush(stdout);
+    o.on_token = [](const stag::TokenEvent& e) {
+      std::fwrite(e.text.data(), 1, e.text.size(), stdout);
+      std::fflush(stdout);
+      return true;
+    };
     const stag::GenerateResult r = gen.generate(prompt, o);
-    std::printf("%s%s\n", prompt.c_str(), r.text.c_str());
+    std::printf("\n");
     std::printf("---\nmodel: %s (%s tokeniser), cache %lld positions\n",
                 std::string(gen.preset().name).c_str(),
                 std::string(gen.tokenizer()->kind()).c_str(),

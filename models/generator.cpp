@@ -2,7 +2,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <limits>
 #include <set>
 
 #include <unistd.h>
@@ -151,30 +153,35 @@ const Session& Generator::session() const {
   return *session_;
 }
 
-void Generator::reserve(std::int64_t positions) {
-  if (session_ && positions <= max_len_) return;
-  std::int64_t len = (positions + 63) / 64 * 64;
-  if (opts_.max_len > 0) {
-    if (positions > opts_.max_len)
-      throw Error("stag::Generator: " + std::to_string(positions) +
-                  " positions do not fit the cache of max_len " + std::to_string(opts_.max_len) +
-                  "; use a shorter prompt, fewer new tokens or a larger max_len");
-    len = opts_.max_len;
-  }
-  // NOTE: the caches grow with max_len; a length that cannot fit in memory is refused here,
-  // by its size, rather than failing somewhere inside the session's allocation.
+void Generator::check_ids(std::span<const std::int32_t> ids, const std::string& what) const {
+  const std::int64_t vocab = preset_->config->vocab;
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= vocab)
+      throw Error("stag::Generator: " + what + ": id " + std::to_string(ids[i]) + " at position " +
+                  std::to_string(i) + " is outside the model's vocabulary [0, " +
+                  std::to_string(vocab) + ")");
+}
+
+namespace {
+
+// A decode-step session of `batch` rows and a cache of `len` positions, with the weights set
+// (the caches start at zero).
+std::unique_ptr<Session> decode_session(const LmPreset& preset, const NamedArrays& weights,
+                                        const GeneratorOptions& opts, std::int64_t len,
+                                        std::int64_t batch) {
+  // NOTE: the caches grow with max_len and the batch; a size that cannot fit in memory is
+  // refused here, by its size, rather than failing somewhere inside the session's allocation.
+  const GraphView& g = preset.decode;
   {
-    const GraphView& g = preset_->decode;
     Bindings b;
-    for (const SymEntry& e : g.syms) b.set(e.id, e.name == "max_len" ? len : 1);
+    for (const SymEntry& e : g.syms)
+      b.set(e.id, e.name == "max_len" ? len : (e.name == "batch" ? batch : 1));
     double cache_bytes = 0;
     for (int n = 0; n < g.size(); ++n) {
       if (!(g.node(n).flags & kFlagParam) || g.name(n).find("_cache") == std::string_view::npos)
         continue;
       double k = static_cast<double>(dtype_size(g.node(n).dtype));
-      const ShapeV& shape = g.shape(n);
-      for (int i = 0; i < shape.rank; ++i)
-        k *= static_cast<double>(concrete_dims(shape, b)[static_cast<std::size_t>(i)]);
+      for (std::int64_t d : concrete_dims(g.shape(n), b)) k *= static_cast<double>(d);
       cache_bytes += k;
     }
     const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
@@ -185,45 +192,109 @@ void Generator::reserve(std::int64_t positions) {
                     "%.1f GiB of key/value cache, more than half of this machine's %.1f GiB",
                     cache_bytes / (1 << 30), memory / (1 << 30));
       throw Error("stag::Generator: a cache of " + std::to_string(len) +
-                  " positions (max_len) needs " + text +
+                  " positions (max_len) for " + std::to_string(batch) + " row(s) needs " + text +
                   "; give a smaller max_len (--max-len), or 0 to size it by the prompt and "
                   "the new tokens");
     }
   }
   SessionOptions so;
-  so.threads = opts_.threads;
-  so.schedule = opts_.schedule;
-  so.dims = {{"batch", 1}, {"max_len", len}};
-  auto s = std::make_unique<Session>(preset_->decode, so);
+  so.threads = opts.threads;
+  so.schedule = opts.schedule;
+  so.dims = {{"batch", batch}, {"max_len", len}};
+  auto s = std::make_unique<Session>(g, so);
   // Every parameter must come from the weights (the caches start at zero).
   std::vector<std::string> missing;
   for (const auto& [name, a] : s->params()) {
     const int n = s->graph().find(name);
-    if (n >= 0 && (s->graph().node(n).flags & kFlagParam) && !weights_.count(name))
+    if (n >= 0 && (s->graph().node(n).flags & kFlagParam) && !weights.count(name))
       missing.push_back(name);
   }
   if (!missing.empty())
     throw Error("stag::Generator: no weights for " + std::to_string(missing.size()) +
                 " parameter(s), e.g. '" + missing.front() + "'");
-  for (const auto& [name, a] : weights_) {
+  for (const auto& [name, a] : weights) {
     if (!s->params().count(name))
       throw Error("stag::Generator: weight '" + name + "' is not a parameter of the " +
-                  std::string(preset_->name) + " model");
+                  std::string(preset.name) + " model");
+    s->set_param(name, a);
+  }
+  return s;
+}
+
+}  // namespace
+
+void Generator::reserve(std::int64_t positions, std::int64_t batch) {
+  if (batch < 1) throw Error("stag::Generator: the batch needs at least one row");
+  if (session_ && batch == batch_ && positions <= max_len_) return;
+  std::int64_t len = (positions + 63) / 64 * 64;
+  if (opts_.max_len > 0) {
+    if (positions > opts_.max_len)
+      throw Error("stag::Generator: " + std::to_string(positions) +
+                  " positions do not fit the cache of max_len " + std::to_string(opts_.max_len) +
+                  "; use a shorter prompt, fewer new tokens or a larger max_len");
+    len = opts_.max_len;
+  }
+  session_.reset();  // the old caches go before the new ones are made
+  session_ = decode_session(*preset_, weights_, opts_, len, batch);
+  max_len_ = len;
+  batch_ = batch;
+}
+
+void Generator::shrink_batch(const std::vector<std::size_t>& rows) {
+  auto s =
+      decode_session(*preset_, weights_, opts_, max_len_, static_cast<std::int64_t>(rows.size()));
+  for (const auto& [name, old] : session_->params()) {
+    const int n = session_->graph().find(name);
+    if (n < 0 || !(session_->graph().node(n).flags & kFlagState)) continue;
+    // A cache [batch, ...]: row r of the new one is row rows[r] of the old one.
+    std::vector<std::int64_t> dims = old.dims();
+    const std::size_t row_bytes = old.bytes() / static_cast<std::size_t>(dims[0]);
+    dims[0] = static_cast<std::int64_t>(rows.size());
+    Array a(old.dtype(), dims);
+    for (std::size_t r = 0; r < rows.size(); ++r)
+      std::memcpy(static_cast<std::byte*>(a.raw()) + r * row_bytes,
+                  static_cast<const std::byte*>(old.raw()) + rows[r] * row_bytes, row_bytes);
     s->set_param(name, a);
   }
   session_ = std::move(s);
-  max_len_ = len;
+  batch_ = static_cast<std::int64_t>(rows.size());
+  // The one-token plan of the new batch, by a step that writes and reads nothing.
+  step(Array(DType::i32, {batch_, 1}), std::vector<std::int32_t>(rows.size(), -1));
 }
 
 Array Generator::step(std::span<const std::int32_t> ids, std::int64_t pos) {
-  if (ids.empty()) throw Error("stag::Generator::step: no ids");
+  if (ids.empty()) throw Error("stag::Generator::step: no ids (a step feeds at least one token)");
+  if (pos < 0 || pos > std::numeric_limits<std::int32_t>::max())
+    throw Error("stag::Generator::step: position " + std::to_string(pos) +
+                " is negative or too large");
+  const std::int32_t p = static_cast<std::int32_t>(pos);
+  return step(Array::from_vector<std::int32_t>({1, static_cast<std::int64_t>(ids.size())},
+                                               std::vector<std::int32_t>(ids.begin(), ids.end())),
+              std::span<const std::int32_t>(&p, 1));
+}
+
+Array Generator::step(const Array& ids, std::span<const std::int32_t> pos) {
+  if (ids.rank() != 2 || ids.dtype() != DType::i32 || ids.dim(1) < 1)
+    throw Error("stag::Generator::step: ids must be i32 [batch, chunk] with chunk >= 1, got " +
+                ids.describe());
+  const std::int64_t batch = ids.dim(0), chunk = ids.dim(1);
+  if (static_cast<std::int64_t>(pos.size()) != batch)
+    throw Error("stag::Generator::step: " + std::to_string(pos.size()) + " positions for " +
+                std::to_string(batch) + " rows of ids");
+  for (std::int64_t b = 0; b < batch; ++b)
+    check_ids(std::span<const std::int32_t>(ids.data<std::int32_t>() + b * chunk,
+                                            static_cast<std::size_t>(chunk)),
+              "step ids of row " + std::to_string(b));
   // The first step sizes the cache; later ones never grow it (that would drop the cache):
   // a position past the end is cache_write's error.
-  if (!session_) reserve(pos + static_cast<std::int64_t>(ids.size()));
-  session_->set_input(
-      "ids", Array::from_vector<std::int32_t>({1, static_cast<std::int64_t>(ids.size())},
-                                              std::vector<std::int32_t>(ids.begin(), ids.end())));
-  session_->set_input("pos", Array::from<std::int32_t>({1}, {static_cast<std::int32_t>(pos)}));
+  if (!session_ || batch != batch_) {
+    std::int64_t last = 0;
+    for (std::int32_t p : pos) last = std::max<std::int64_t>(last, p);
+    reserve(last + chunk, batch);
+  }
+  session_->set_input("ids", ids);
+  session_->set_input("pos", Array::from_vector<std::int32_t>(
+                                 {batch}, std::vector<std::int32_t>(pos.begin(), pos.end())));
   session_->run();
   return session_->get("logits");
 }
@@ -236,64 +307,157 @@ GenerateResult Generator::generate(std::string_view prompt, const GenerateOption
 }
 
 GenerateResult Generator::generate_ids(std::vector<std::int32_t> prompt, const GenerateOptions& o) {
+  std::vector<std::vector<std::int32_t>> prompts;
+  prompts.push_back(std::move(prompt));
+  return std::move(generate_ids_batch(std::move(prompts), o).front());
+}
+
+std::vector<GenerateResult> Generator::generate_batch(const std::vector<std::string>& prompts,
+                                                      const GenerateOptions& o,
+                                                      const std::vector<int>& max_new_tokens) {
+  if (!tokenizer_) throw Error("stag::Generator: no tokeniser; use generate_ids_batch");
+  std::vector<std::vector<std::int32_t>> ids;
+  for (const std::string& p : prompts) ids.push_back(tokenizer_->encode(p));
+  std::vector<GenerateResult> r = generate_ids_batch(std::move(ids), o, max_new_tokens);
+  for (GenerateResult& x : r) x.text = tokenizer_->decode(x.new_ids);
+  return r;
+}
+
+std::vector<GenerateResult> Generator::generate_ids_batch(
+    std::vector<std::vector<std::int32_t>> prompts, const GenerateOptions& o,
+    const std::vector<int>& max_new_tokens) {
+  if (prompts.empty()) throw Error("stag::Generator: no prompts to generate from");
   if (o.max_new_tokens < 0) throw Error("stag::Generator: max_new_tokens must be >= 0");
   if (o.prefill_chunk < 0) throw Error("stag::Generator: prefill_chunk must be >= 0");
-  // An empty prompt starts a document: after <bos> when the model was trained with it, else
-  // after <eos> (stag's corpora end every document with <eos>).
+  if (!max_new_tokens.empty() && max_new_tokens.size() != prompts.size())
+    throw Error("stag::Generator: " + std::to_string(max_new_tokens.size()) +
+                " max_new_tokens for " + std::to_string(prompts.size()) + " prompts");
+  const std::size_t n = prompts.size();
   const bool bos = o.add_bos.value_or(add_bos_);
-  if (bos || prompt.empty()) prompt.insert(prompt.begin(), bos ? data::kBosId : data::kEosId);
-  GenerateResult r;
-  r.prompt_ids = prompt;
-  const auto p = static_cast<std::int64_t>(prompt.size());
-  const std::int64_t total =
-      p + std::max(o.max_new_tokens - 1, 0);  // the last new token is never fed
-  const std::int64_t chunk = o.prefill_chunk > 0 ? std::min<std::int64_t>(o.prefill_chunk, p) : p;
+  std::vector<GenerateResult> res(n);
+  std::vector<int> limit(n);
+  std::int64_t p_max = 0, need = 0;
+  for (std::size_t b = 0; b < n; ++b) {
+    std::vector<std::int32_t>& p = prompts[b];
+    check_ids(p, n == 1 ? std::string("the prompt") : "prompt " + std::to_string(b));
+    // An empty prompt starts a document: after <bos> when the model was trained with it, else
+    // after <eos> (stag's corpora end every document with <eos>).
+    if (bos || p.empty()) p.insert(p.begin(), bos ? data::kBosId : data::kEosId);
+    limit[b] = max_new_tokens.empty() ? o.max_new_tokens : max_new_tokens[b];
+    if (limit[b] < 0)
+      throw Error("stag::Generator: max_new_tokens of prompt " + std::to_string(b) +
+                  " must be >= 0");
+    res[b].prompt_ids = p;
+    const auto len = static_cast<std::int64_t>(p.size());
+    p_max = std::max(p_max, len);
+    need = std::max(need, len + std::max(limit[b] - 1, 0));  // the last new token is never fed
+  }
+  need = std::max(need, p_max);
+  const std::int64_t chunk =
+      o.prefill_chunk > 0 ? std::min<std::int64_t>(o.prefill_chunk, p_max) : p_max;
   const std::int64_t vocab_limit =
       tokenizer_ ? static_cast<std::int64_t>(tokenizer_->vocab_size()) : 0;
 
-  // Setup: the cache and one plan per step length this call uses. Warm-up steps write cache
-  // rows that the prefill overwrites before anything reads them.
+  // Setup: the cache and one plan per step length this call uses, made by steps in which
+  // every row is inactive (they write and read nothing).
   auto t0 = Clock::now();
-  reserve(total);
+  reserve(need, static_cast<std::int64_t>(n));
   std::set<std::int64_t> lengths{1, chunk};
-  if (p % chunk != 0) lengths.insert(p % chunk);
+  if (p_max % chunk != 0) lengths.insert(p_max % chunk);
+  const std::vector<std::int32_t> idle(n, -1);
   for (std::int64_t len : lengths)
-    if (len <= p) step(std::vector<std::int32_t>(static_cast<std::size_t>(len), prompt[0]), 0);
-  r.setup_seconds = seconds_since(t0);
+    step(Array(DType::i32, {static_cast<std::int64_t>(n), len}), idle);
+  for (GenerateResult& r : res) r.setup_seconds = seconds_since(t0);
 
-  // Prefill.
-  t0 = Clock::now();
-  Array logits;
-  for (std::int64_t at = 0; at < p; at += chunk) {
-    const std::int64_t n = std::min(chunk, p - at);
-    logits = step(std::span<const std::int32_t>(prompt).subspan(static_cast<std::size_t>(at),
-                                                                static_cast<std::size_t>(n)),
-                  at);
+  // Each row: the tokens in its cache (the position of the next token fed), and whether it
+  // has stopped. `live`: the prompts in the session's batch rows, in order.
+  std::vector<std::int64_t> fed(n, 0);
+  std::vector<char> done(n, 0);
+  std::vector<Clock::time_point> first(n);
+  std::vector<std::size_t> live(n);
+  for (std::size_t b = 0; b < n; ++b) {
+    live[b] = b;
+    done[b] = limit[b] == 0;
   }
-  const std::int64_t vocab = logits.dim(-1);
-  auto last_row = [&] {
-    const float* row = logits.data<float>() + (logits.dim(1) - 1) * vocab;
-    return std::span<const float>(row, static_cast<std::size_t>(vocab));
-  };
-  bool done = o.max_new_tokens == 0;
-  if (!done) {
-    r.new_ids.push_back(sample_token(last_row(), o.sample, 0, vocab_limit));
-    done = o.stop_at_eos && r.new_ids.back() == data::kEosId;
+  const auto t_start = Clock::now();
+  std::string piece;
+  while (true) {
+    std::int64_t max_rem = 0;
+    bool running = false;
+    for (std::size_t b : live) {
+      if (done[b]) continue;
+      running = true;
+      max_rem = std::max(max_rem, static_cast<std::int64_t>(prompts[b].size()) - fed[b]);
+    }
+    if (!running) break;
+    // Prefill steps are `chunk` wide (the last one what is left); then one token per step.
+    const std::int64_t width = max_rem > 0 ? std::min(chunk, max_rem) : 1;
+    const auto rows = static_cast<std::int64_t>(live.size());
+    Array ids(DType::i32, {rows, width});
+    std::int32_t* id = ids.data<std::int32_t>();
+    std::vector<std::int32_t> pos(live.size(), -1);
+    std::vector<std::int64_t> fresh(live.size(), 0);  // tokens each row feeds this step
+    for (std::size_t i = 0; i < live.size(); ++i) {
+      const std::size_t b = live[i];
+      if (done[b]) continue;
+      const auto plen = static_cast<std::int64_t>(prompts[b].size());
+      if (fed[b] < plen) {
+        // Prompt tokens; a shorter remainder is padded at the right (the padding's cache
+        // rows lie past the row's end: never attended to, overwritten by its next tokens).
+        fresh[i] = std::min(width, plen - fed[b]);
+        std::copy_n(prompts[b].begin() + fed[b], fresh[i],
+                    id + static_cast<std::int64_t>(i) * width);
+      } else {
+        // The row's last sampled token, while longer prompts prefill: it waits for a step
+        // whose padding fits the cache.
+        if (fed[b] + width > max_len_) continue;
+        fresh[i] = 1;
+        id[static_cast<std::int64_t>(i) * width] = res[b].new_ids.back();
+      }
+      pos[i] = static_cast<std::int32_t>(fed[b]);
+    }
+    const Array logits = step(ids, pos);
+    const std::int64_t vocab = logits.dim(-1);
+    for (std::size_t i = 0; i < live.size(); ++i) {
+      const std::size_t b = live[i];
+      if (fresh[i] == 0) continue;
+      fed[b] += fresh[i];
+      if (fed[b] < static_cast<std::int64_t>(prompts[b].size())) continue;  // prompt not done
+      GenerateResult& r = res[b];
+      const float* row =
+          logits.data<float>() + (static_cast<std::int64_t>(i) * width + fresh[i] - 1) * vocab;
+      r.new_ids.push_back(sample_token(std::span<const float>(row, static_cast<std::size_t>(vocab)),
+                                       o.sample, r.new_ids.size(), vocab_limit));
+      if (r.new_ids.size() == 1) {
+        first[b] = Clock::now();
+        r.prefill_seconds = std::chrono::duration<double>(first[b] - t_start).count();
+        r.prefill_tokens = static_cast<std::int64_t>(prompts[b].size());
+      } else {
+        ++r.decode_tokens;
+      }
+      bool stop = static_cast<int>(r.new_ids.size()) >= limit[b] ||
+                  (o.stop_at_eos && r.new_ids.back() == data::kEosId);
+      if (o.on_token) {
+        if (tokenizer_)
+          piece = tokenizer_->decode(std::span<const std::int32_t>(&r.new_ids.back(), 1));
+        if (!o.on_token(TokenEvent{b, r.new_ids.size() - 1, r.new_ids.back(), piece})) stop = true;
+      }
+      if (stop) {
+        done[b] = 1;
+        r.decode_seconds = seconds_since(first[b]);
+      }
+    }
+    // With half the rows or fewer still running, the running rows move to a smaller batch,
+    // so that stopped rows stop costing matmul work too.
+    std::vector<std::size_t> keep_rows, keep_prompts;
+    for (std::size_t i = 0; i < live.size(); ++i)
+      if (!done[live[i]]) keep_rows.push_back(i), keep_prompts.push_back(live[i]);
+    if (!keep_rows.empty() && live.size() > 1 && 2 * keep_rows.size() <= live.size()) {
+      shrink_batch(keep_rows);
+      live = keep_prompts;
+    }
   }
-  r.prefill_seconds = seconds_since(t0);
-  r.prefill_tokens = p;
-
-  // Decode: one token per step.
-  t0 = Clock::now();
-  while (!done && static_cast<int>(r.new_ids.size()) < o.max_new_tokens) {
-    const std::int64_t pos = p + static_cast<std::int64_t>(r.new_ids.size()) - 1;
-    logits = step(std::span<const std::int32_t>(&r.new_ids.back(), 1), pos);
-    r.new_ids.push_back(sample_token(last_row(), o.sample, r.new_ids.size(), vocab_limit));
-    ++r.decode_tokens;
-    done = o.stop_at_eos && r.new_ids.back() == data::kEosId;
-  }
-  r.decode_seconds = seconds_since(t0);
-  return r;
+  return res;
 }
 
 }  // namespace stag

@@ -1,10 +1,13 @@
 // Text generation from a trained language model: loads a checkpoint of language_model<C> (its
 // "stag.config" metadata names the config, which must be compiled in: models/lm_presets.hpp),
-// tokenises the prompt, runs the prompt through the cached decode-step graph (models/
-// generate.hpp) in one pass or in chunks, then one token per step, sampling each next token
-// (models/sampling.hpp), and times prefill and decoding separately.
+// tokenises the prompts, runs them through the cached decode-step graph (models/generate.hpp)
+// in one pass or in chunks, then one token per step, sampling each next token (models/
+// sampling.hpp), and times prefill and decoding separately. Several prompts of different
+// lengths run as one batch (each row at its own cache position); a callback sees every token
+// as it is sampled.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,8 +19,8 @@
 #include <stag/models/data/char_tokenizer.hpp>
 #include <stag/models/lm_presets.hpp>
 #include <stag/models/sampling.hpp>
-#include <stag/runtime/train/checkpoint.hpp>
 #include <stag/runtime/session.hpp>
+#include <stag/runtime/train/checkpoint.hpp>
 
 namespace stag {
 
@@ -53,6 +56,14 @@ struct GeneratorOptions {
   bool allow_nonfinite = false;     // load a checkpoint with NaN/Inf weights anyway
 };
 
+// One sampled token, as the streaming callback sees it.
+struct TokenEvent {
+  std::size_t row = 0;    // the prompt's index in the batch (0 for generate)
+  std::size_t index = 0;  // 0 for the first new token of the row
+  std::int32_t id = 0;
+  std::string_view text;  // the token decoded on its own (empty without a tokeniser)
+};
+
 struct GenerateOptions {
   int max_new_tokens = 64;
   SampleOptions sample = {};
@@ -62,6 +73,9 @@ struct GenerateOptions {
   // document, as stag's corpora separate documents).
   std::optional<bool> add_bos = std::nullopt;
   bool stop_at_eos = true;  // stop after generating <eos>
+  // Called for every new token, in order per row, before the next step runs. Returning false
+  // stops that row (its last token is kept).
+  std::function<bool(const TokenEvent&)> on_token = nullptr;
 };
 
 struct GenerateResult {
@@ -95,15 +109,37 @@ class Generator {
   // The same on token ids (no tokeniser needed); text stays empty.
   GenerateResult generate_ids(std::vector<std::int32_t> prompt, const GenerateOptions& o = {});
 
+  // Several prompts in one batch, each row at its own position: the same tokens per row as
+  // generate() of each prompt alone (same options and seed). A row stops at <eos>, at its
+  // max_new_tokens (`max_new_tokens[row]` when given, else o.max_new_tokens) or when the
+  // callback says so; a stopped row is inactive in the steps that follow (its attention and
+  // cache writes are skipped; its share of the batch's matmuls is not, until the batch
+  // shrinks: with half the rows or fewer left, the live rows move to a smaller batch).
+  // Prefill runs the prompts side by side in chunks of o.prefill_chunk (0: the longest
+  // prompt); a row whose prompt is done decodes in the next step while longer prompts are
+  // still prefilling. Times: prefill_seconds is each row's time to its first token.
+  std::vector<GenerateResult> generate_batch(const std::vector<std::string>& prompts,
+                                             const GenerateOptions& o = {},
+                                             const std::vector<int>& max_new_tokens = {});
+  std::vector<GenerateResult> generate_ids_batch(std::vector<std::vector<std::int32_t>> prompts,
+                                                 const GenerateOptions& o = {},
+                                                 const std::vector<int>& max_new_tokens = {});
+
   // The logits [batch = 1, chunk, vocab] after feeding `ids` at positions pos .. pos+chunk-1
   // (the cache must hold positions < pos from earlier calls). For tests and custom loops.
   Array step(std::span<const std::int32_t> ids, std::int64_t pos);
-  // Makes sure the cache holds at least `positions` positions (a new session when it grows).
-  void reserve(std::int64_t positions);
+  // The same for a batch: ids [batch, chunk] i32 and one position per row (-1: the row is
+  // inactive this step). The session is made for this batch size on first use; a call with
+  // another batch size starts a new one (and drops the cache).
+  Array step(const Array& ids, std::span<const std::int32_t> pos);
+  // Makes sure the cache holds at least `positions` positions for `batch` rows (a new session
+  // when it grows or the batch size changes).
+  void reserve(std::int64_t positions, std::int64_t batch = 1);
 
   const LmPreset& preset() const { return *preset_; }
   const TextTokenizer* tokenizer() const { return tokenizer_ ? &*tokenizer_ : nullptr; }
   std::int64_t max_len() const { return max_len_; }
+  std::int64_t batch() const { return batch_; }
   const Session& session() const;
   const CheckpointInfo& checkpoint_info() const { return info_; }
   // Whether prompts start with <bos> unless GenerateOptions::add_bos says otherwise.
@@ -116,8 +152,12 @@ class Generator {
   GeneratorOptions opts_;
   CheckpointInfo info_;
   std::unique_ptr<Session> session_;
-  std::int64_t max_len_ = 0;
+  std::int64_t max_len_ = 0, batch_ = 0;
   bool add_bos_ = false;
+  // Checks ids against the model's (or tokeniser's) vocabulary; `what` names the prompt.
+  void check_ids(std::span<const std::int32_t> ids, const std::string& what) const;
+  // Keeps only the given batch rows of the cache, in a new session of that many rows.
+  void shrink_batch(const std::vector<std::size_t>& rows);
 };
 
 }  // namespace stag

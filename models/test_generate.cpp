@@ -1,7 +1,9 @@
 // Generation with a key/value cache: the decode-step graph has language_model's parameters; its
 // logits equal the full forward's at every position (one token at a time, in chunks, batched,
-// GQA, MQA and MHA, CPU schedules and the reference evaluator); positions past the cache are
-// refused; checkpoints load; sampling is deterministic per seed and obeys top-k and temperature.
+// rows at different positions with padding and inactive rows, GQA, MQA and MHA, CPU schedules
+// and the reference evaluator); positions past the cache are refused; checkpoints load;
+// sampling is deterministic per seed and obeys top-k and temperature; ragged batched
+// generation gives each row the tokens it gets alone; bad prompts are clear errors.
 #include <filesystem>
 
 #include <stag/models/generate.hpp>
@@ -112,7 +114,10 @@ void check_chunks(const GraphView& dec, const NamedArrays& params, const Array& 
       return p;
     }();
     s.set_inputs(
-        {{"ids", part}, {"pos", Array::from<std::int32_t>({1}, {static_cast<std::int32_t>(pos)})}});
+        {{"ids", part},
+         {"pos", Array::from_vector<std::int32_t>(
+                     {ids.dim(0)}, std::vector<std::int32_t>(static_cast<std::size_t>(ids.dim(0)),
+                                                             static_cast<std::int32_t>(pos)))}});
     s.run();
     require_logits_close(s.get("logits"), rows_of(want, pos, n),
                          "positions " + std::to_string(pos) + ".." + std::to_string(pos + n - 1));
@@ -154,6 +159,55 @@ TEST_CASE("cached decoding gives the full forward's logits: MQA (one key/value h
   check_cached_equals_full<kMqa>(7);
 }
 
+// Rows at different positions in one step: row 0 and row 1 advance by different numbers of
+// tokens (the shorter padded at the right), then row 0 is inactive while row 1 catches up.
+// Every real token's logits equal the full forward's.
+template <const LmConfig& C>
+void check_ragged_steps(std::uint64_t seed) {
+  const NamedArrays params = make_params(full_graph<C>, {}, seed);
+  const Array ids = random_ids(2, 9, C.vocab, seed + 1);
+  const Array want = full_logits(full_graph<C>, params, ids);
+  Session s(lm_decode_graph<C>, {.threads = 2, .dims = {{"batch", 2}, {"max_len", 12}}});
+  for (const auto& [name, a] : params) s.set_param(name, a);
+  struct Step {
+    std::int64_t width;
+    std::int32_t at[2];  // position of each row (-1: inactive)
+    std::int64_t n[2];   // real tokens of each row
+  };
+  const Step steps[] = {{4, {0, 0}, {4, 2}},
+                        {3, {4, 2}, {3, 3}},
+                        {2, {7, 5}, {2, 1}},
+                        {1, {-1, 6}, {0, 1}},
+                        {2, {-1, 7}, {0, 2}}};
+  for (const Step& st : steps) {
+    Array part(DType::i32, {2, st.width});  // padding: id 0
+    for (std::int64_t b = 0; b < 2; ++b)
+      for (std::int64_t t = 0; t < st.n[b]; ++t)
+        part.set(b * st.width + t, ids.at(b * 9 + st.at[b] + t));
+    s.set_inputs({{"ids", part}, {"pos", Array::from<std::int32_t>({2}, {st.at[0], st.at[1]})}});
+    s.run();
+    const Array got = s.get("logits");
+    for (std::int64_t b = 0; b < 2; ++b)
+      for (std::int64_t t = 0; t < st.n[b]; ++t) {
+        double worst = 0;
+        for (std::int64_t k = 0; k < C.vocab; ++k) {
+          const double w = want.at((b * 9 + st.at[b] + t) * C.vocab + k);
+          worst = std::max(worst, std::abs(got.at((b * st.width + t) * C.vocab + k) - w) /
+                                      std::max(1.0, std::abs(w)));
+        }
+        INFO("row " << b << ", position " << st.at[b] + t << ": largest scaled difference "
+                    << worst);
+        REQUIRE(worst <= 2e-5);
+      }
+  }
+}
+
+TEST_CASE("one decode step serves rows at different positions (ragged, padded, inactive rows)",
+          "[generate]") {
+  check_ragged_steps<kGqa>(13);
+  check_ragged_steps<kMqa>(17);
+}
+
 TEST_CASE("the reference evaluator runs the decode step too (cache in the parameter store)",
           "[generate]") {
   const NamedArrays params = make_params(full_graph<kGqa>, {}, 9);
@@ -182,10 +236,10 @@ TEST_CASE("a position past the cache is a clear error", "[generate]") {
   CHECK_THROWS_WITH(
       s.run(),
       Catch::Contains("layers.0.self_attn.k_cache_write: cache_write of 2 row(s) at position 3 "
-                      "does not fit a cache of 4 positions"));
+                      "(batch row 0) does not fit a cache of 4 positions"));
   s.set_inputs({{"ids", Array::from<std::int32_t>({1, 1}, {1})},
-                {"pos", Array::from<std::int32_t>({1}, {-1})}});
-  CHECK_THROWS_WITH(s.run(), Catch::Contains("at position -1 does not fit"));
+                {"pos", Array::from<std::int32_t>({1}, {-2})}});
+  CHECK_THROWS_WITH(s.run(), Catch::Contains("at position -2 (batch row 0) does not fit"));
   Session unsized(lm_decode_graph<kGqa>, {.threads = 1});
   unsized.set_inputs({{"ids", Array::from<std::int32_t>({1, 1}, {1})},
                       {"pos", Array::from<std::int32_t>({1}, {0})}});
@@ -342,6 +396,96 @@ TEST_CASE("a tokeniser whose \"type\" is not a string is a stag::Error, not an a
     e = err.what();
   }
   CHECK_THAT(e, Catch::Contains(R"("type" is 5, not a string)"));
+}
+
+// ---- batched generation ----------------------------------------------------------------------
+
+// Each prompt alone, then all in one batch: the same tokens row by row (greedy and sampled,
+// one-pass and chunked prefill, rows stopped early by max_new_tokens and by the callback).
+TEST_CASE("ragged batched generation equals one-by-one generation, row by row", "[generate]") {
+  const std::string path = random_checkpoint("stag_test_generate_batch.safetensors");
+  Generator gen(path, {.threads = 2});
+  const std::vector<std::string> prompts{"the quick brown fox", "a", "lazy dog over the", "",
+                                         "jumps"};
+  const std::vector<int> max_new{9, 14, 3, 6, 11};
+  for (const double temperature : {0.0, 1.0})
+    for (const int chunk : {0, 3}) {
+      INFO("temperature " << temperature << ", prefill chunk " << chunk);
+      GenerateOptions o{.max_new_tokens = 0,
+                        .sample = {.temperature = temperature, .top_k = 8, .seed = 11},
+                        .prefill_chunk = chunk,
+                        .stop_at_eos = false};
+      // The callback stops the row of prompt 4 after its 5th token.
+      std::vector<GenerateResult> alone;
+      for (std::size_t i = 0; i < prompts.size(); ++i) {
+        GenerateOptions oi = o;
+        oi.max_new_tokens = max_new[i];
+        const bool stops = i == 4;
+        oi.on_token = [stops](const TokenEvent& e) { return !(stops && e.index == 4); };
+        alone.push_back(gen.generate(prompts[i], oi));
+      }
+      o.on_token = [](const TokenEvent& e) { return !(e.row == 4 && e.index == 4); };
+      const std::vector<GenerateResult> batch = gen.generate_batch(prompts, o, max_new);
+      REQUIRE(batch.size() == prompts.size());
+      for (std::size_t i = 0; i < prompts.size(); ++i) {
+        INFO("prompt " << i << " '" << prompts[i] << "'");
+        CHECK(batch[i].prompt_ids == alone[i].prompt_ids);
+        CHECK(batch[i].new_ids == alone[i].new_ids);
+        CHECK(batch[i].text == alone[i].text);
+        CHECK(batch[i].new_ids.size() == (i == 4 ? 5u : static_cast<std::size_t>(max_new[i])));
+        CHECK(batch[i].decode_tokens == static_cast<std::int64_t>(batch[i].new_ids.size()) - 1);
+      }
+    }
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("the streaming callback sees every token in order, with its text", "[generate]") {
+  const std::string path = random_checkpoint("stag_test_generate_stream.safetensors");
+  Generator gen(path, {.threads = 1});
+  std::vector<std::string> text(2);
+  std::vector<std::size_t> next(2, 0);
+  GenerateOptions o{.max_new_tokens = 7, .stop_at_eos = false};
+  o.on_token = [&](const TokenEvent& e) {
+    REQUIRE(e.row < 2);
+    CHECK(e.index == next[e.row]++);
+    text[e.row] += std::string(e.text);
+    return true;
+  };
+  const std::vector<GenerateResult> r = gen.generate_batch({"the", "over the lazy"}, o);
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(next[i] == 7);
+    CHECK(text[i] == r[i].text);
+  }
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("bad prompts are clear errors: too long, ids outside the vocabulary, nothing to feed",
+          "[generate]") {
+  const std::string path = random_checkpoint("stag_test_generate_bad.safetensors");
+  Generator gen(path, {.threads = 1, .max_len = 8});
+  CHECK_THROWS_WITH(
+      gen.generate("the quick brown fox", {.max_new_tokens = 1}),
+      Catch::Contains("stag::Generator: 19 positions do not fit the cache of max_len "
+                      "8; use a shorter prompt, fewer new tokens or a larger max_len"));
+  CHECK_THROWS_WITH(gen.generate_ids({3, 128, 4}),
+                    Catch::Contains("stag::Generator: the prompt: id 128 at position 1 is outside "
+                                    "the model's vocabulary [0, 128)"));
+  CHECK_THROWS_WITH(gen.generate_ids_batch({{3, 4}, {-5}}),
+                    Catch::Contains("stag::Generator: prompt 1: id -5 at position 0 is outside "
+                                    "the model's vocabulary [0, 128)"));
+  CHECK_THROWS_WITH(gen.generate_ids_batch({}),
+                    Catch::Contains("stag::Generator: no prompts to generate from"));
+  CHECK_THROWS_WITH(
+      gen.step(std::vector<std::int32_t>{}, 0),
+      Catch::Contains("stag::Generator::step: no ids (a step feeds at least one token)"));
+  CHECK_THROWS_WITH(gen.generate_batch({"a", "b"}, {}, {3}),
+                    Catch::Contains("stag::Generator: 1 max_new_tokens for 2 prompts"));
+  // An empty prompt is not an error: it starts a document (after <eos> here: the checkpoint's
+  // config has no add_bos).
+  const GenerateResult r = gen.generate("", {.max_new_tokens = 2, .stop_at_eos = false});
+  CHECK(r.prompt_ids == std::vector<std::int32_t>{data::kEosId});
+  CHECK(r.new_ids.size() == 2);
+  std::filesystem::remove(path);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@ PRESETS = {  # models/lm_presets.hpp
     "char-tiny": dict(vocab=128, d_model=128, heads=4, kv_heads=2, d_ff=384, layers=4, theta=1e4),
     "char-small": dict(vocab=128, d_model=256, heads=8, kv_heads=2, d_ff=768, layers=6, theta=1e4),
     "bpe-base": dict(vocab=4096, d_model=256, heads=8, kv_heads=2, d_ff=1024, layers=4, theta=1e6),
+    "small": dict(vocab=256, d_model=192, heads=6, kv_heads=2, d_ff=512, layers=4, theta=1e4),
 }
 
 
