@@ -3,9 +3,12 @@
 // prefill and decode speed. The text is printed as it is sampled (GenerateOptions::on_token).
 // To add an option, add a flag here and a field in GenerateOptions.
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
+
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 
@@ -60,6 +63,15 @@ int bench_random(const std::string& name, int prompt_tokens, stag::GenerateOptio
 }  // namespace
 
 int main(int argc, char** argv) {
+  // NOTE: OpenMP threads that spin while they wait (libgomp's default) slow every step down on
+  // a busy machine, and a chunked prefill, which runs more steps, the most: measured with one
+  // core busy, a 972-token prefill took 1.15x longer in chunks of 64 than in one pass while
+  // spinning, and 0.67x as long with passive waiting (docs/benchmarks.md). libgomp reads the
+  // policy when it loads, so the program sets it, unless given, and starts again.
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
+    setenv("OMP_WAIT_POLICY", "passive", 0);
+    execv("/proc/self/exe", argv);  // returns only on failure: then run as we are
+  }
   CLI::App app{"stag-generate: sample text from a trained stag language model"};
   std::string checkpoint, prompt, prompt_file, tokenizer, schedule = "sequential";
   stag::GenerateOptions o;

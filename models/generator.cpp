@@ -178,7 +178,8 @@ std::unique_ptr<Session> decode_session(const LmPreset& preset, const NamedArray
       b.set(e.id, e.name == "max_len" ? len : (e.name == "batch" ? batch : 1));
     double cache_bytes = 0;
     for (int n = 0; n < g.size(); ++n) {
-      if (!(g.node(n).flags & kFlagParam) || g.name(n).find("_cache") == std::string_view::npos)
+      if (!(g.node(n).flags & (kFlagParam | kFlagState)) ||
+          g.name(n).find("_cache") == std::string_view::npos)
         continue;
       double k = static_cast<double>(dtype_size(g.node(n).dtype));
       for (std::int64_t d : concrete_dims(g.shape(n), b)) k *= static_cast<double>(d);
@@ -187,12 +188,13 @@ std::unique_ptr<Session> decode_session(const LmPreset& preset, const NamedArray
     const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
                           static_cast<double>(::sysconf(_SC_PAGE_SIZE));
     if (cache_bytes > memory / 2) {
-      char text[160];
+      char text[200];
       std::snprintf(text, sizeof text,
-                    "%.1f GiB of key/value cache, more than half of this machine's %.1f GiB",
-                    cache_bytes / (1 << 30), memory / (1 << 30));
+                    "%.1f GiB of key/value cache for %lld row(s), more than half of this "
+                    "machine's %.1f GiB",
+                    cache_bytes / (1 << 30), static_cast<long long>(batch), memory / (1 << 30));
       throw Error("stag::Generator: a cache of " + std::to_string(len) +
-                  " positions (max_len) for " + std::to_string(batch) + " row(s) needs " + text +
+                  " positions (max_len) needs " + text +
                   "; give a smaller max_len (--max-len), or 0 to size it by the prompt and "
                   "the new tokens");
     }
