@@ -169,8 +169,9 @@ void Generator::reserve(std::int64_t positions) {
     for (const SymEntry& e : g.syms) b.set(e.id, e.name == "max_len" ? len : 1);
     double cache_bytes = 0;
     for (int n = 0; n < g.size(); ++n) {
-      if (!(g.node(n).flags & kFlagParam) || g.name(n).find("_cache") == std::string_view::npos)
-        continue;
+      // The caches are the decode graph's state tensors (stag::state: kFlagState, not
+      // kFlagParam).
+      if (!(g.node(n).flags & kFlagState)) continue;
       double k = static_cast<double>(dtype_size(g.node(n).dtype));
       const ShapeV& shape = g.shape(n);
       for (int i = 0; i < shape.rank; ++i)
