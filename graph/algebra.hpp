@@ -200,9 +200,9 @@ struct Factors {
   int n = 0;
   constexpr void add(const DimV& d) {
     for (int k = 0; k < d.nname; ++k)
-      if (d.name_val(k) != 1) {
-        id[n] = d.name(k);
-        val[n++] = d.name_val(k);
+      if (d.name_val[k] != 1) {
+        id[n] = d.name[k];
+        val[n++] = d.name_val[k];
       }
     if (const std::int64_t p = d.plain_coef(); p != 1) {
       id[n] = 0;
@@ -364,7 +364,6 @@ constexpr ShapeResult concat(const ShapeV* parts, int n, int axis, DType t = DTy
     if (!same_syms) return shape_fail(ShapeErr::concat_symbolic);
     acc.coef += d.coef;
     acc.nname = 0;  // the sum of two named dims is a plain one
-    for (std::uint64_t& n : acc.named) n = 0;
   }
   return shape_ok(out, t);
 }

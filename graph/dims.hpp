@@ -27,25 +27,15 @@ struct DimV {
   SymId sym[kMaxDimSyms] = {};
   std::uint8_t nsym = 0;
   std::uint8_t nname = 0;
-  // Named factor k: its id in the high 32 bits, its size in the low 32 (named sizes fit an
-  // int). One word per name rather than two keeps a dim at 9 scalars, which is what the
-  // constexpr evaluator copies at every node of every graph.
-  std::uint64_t named[kMaxDimNames] = {};
-
-  constexpr SymId name(int k) const { return static_cast<SymId>(named[k] >> 32); }
-  constexpr std::int64_t name_val(int k) const {
-    return static_cast<std::int64_t>(named[k] & 0xffffffffu);
-  }
-  constexpr void add_name(SymId id, std::int64_t value) {
-    named[nname++] = (static_cast<std::uint64_t>(id) << 32) | static_cast<std::uint32_t>(value);
-  }
+  SymId name[kMaxDimNames] = {};
+  std::int64_t name_val[kMaxDimNames] = {};
 
   constexpr bool is_static() const { return nsym == 0; }
   constexpr bool is_named() const { return nname > 0; }
   // The part of the static factor that carries no name (coef / the named values).
   constexpr std::int64_t plain_coef() const {
     std::int64_t c = coef;
-    for (int i = 0; i < nname; ++i) c = name_val(i) != 0 ? c / name_val(i) : c;
+    for (int i = 0; i < nname; ++i) c = name_val[i] != 0 ? c / name_val[i] : c;
     return c;
   }
   // Equal sizes and symbols, and names that agree: a dim without names is anonymous and matches
@@ -58,7 +48,7 @@ struct DimV {
     if (a.nname == 0 || b.nname == 0) return true;
     if (a.nname != b.nname) return false;
     for (int i = 0; i < a.nname; ++i)
-      if (a.name(i) != b.name(i)) return false;
+      if (a.name[i] != b.name[i]) return false;
     return true;
   }
 };
@@ -82,7 +72,9 @@ constexpr DimV static_dim(std::int64_t n) {
 constexpr DimV named_dim(SymId id, std::int64_t n) {
   DimV d;
   d.coef = n;
-  d.add_name(id, n);
+  d.nname = 1;
+  d.name[0] = id;
+  d.name_val[0] = n;
   return d;
 }
 constexpr DimV symbol_dim(SymId id) {
@@ -131,8 +123,14 @@ constexpr bool dim_mul(const DimV& a, const DimV& b, DimV& out) {
   r.nsym = static_cast<std::uint8_t>(m.nsym);
   for (int i = 0; i < m.nsym; ++i) r.sym[i] = m.sym[i];
   if (a.nname + b.nname <= kMaxDimNames) {
-    for (int i = 0; i < a.nname; ++i) r.named[r.nname++] = a.named[i];
-    for (int i = 0; i < b.nname; ++i) r.named[r.nname++] = b.named[i];
+    for (int i = 0; i < a.nname; ++i) {
+      r.name[r.nname] = a.name[i];
+      r.name_val[r.nname++] = a.name_val[i];
+    }
+    for (int i = 0; i < b.nname; ++i) {
+      r.name[r.nname] = b.name[i];
+      r.name_val[r.nname++] = b.name_val[i];
+    }
   }
   out = r;
   return true;

@@ -64,7 +64,7 @@ struct GraphView {
     if (plain != 1 || (d.nsym == 0 && d.nname == 0)) t = std::to_string(plain);
     for (int k = 0; k < d.nname; ++k) {
       if (!t.empty()) t += '*';
-      t += dim_name(d.name(k));
+      t += dim_name(d.name[k]);
     }
     for (int k = 0; k < d.nsym; ++k) {
       if (!t.empty()) t += '*';

@@ -182,12 +182,12 @@ consteval auto dim_from_value() {
     return static_cast<int>(D.coef);
   } else if constexpr (D.nsym == 1 && D.nname == 0 && D.coef == 1) {
     return find_sym<D.sym[0]>(L{});
-  } else if constexpr (D.nsym == 0 && D.nname == 1 && D.coef == D.name_val(0)) {
-    return find_sym<D.name(0)>(L{});
+  } else if constexpr (D.nsym == 0 && D.nname == 1 && D.coef == D.name_val[0]) {
+    return find_sym<D.name[0]>(L{});
   } else {
     return []<std::size_t... I, std::size_t... J>(std::index_sequence<I...>,
                                                   std::index_sequence<J...>) {
-      return Prod<D.plain_coef(), find_sym<D.name(I)>(L{})..., find_sym<D.sym[J]>(L{})...>{};
+      return Prod<D.plain_coef(), find_sym<D.name[I]>(L{})..., find_sym<D.sym[J]>(L{})...>{};
     }
     (std::make_index_sequence<D.nname>{}, std::make_index_sequence<D.nsym>{});
   }

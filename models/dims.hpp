@@ -67,13 +67,14 @@ constexpr Quotient dim_divide(const DimV& a, const DimV& b) {
   if (b.nname > 0 && b.nname <= a.nname) {
     lead = b.nname;
     for (int i = 0; i < b.nname; ++i)
-      if (a.name(i) != b.name(i)) lead = -1;
-  } else if (b.nname == 0 && a.nname > 0 && a.name_val(0) == b.coef) {
+      if (a.name[i] != b.name[i]) lead = -1;
+  } else if (b.nname == 0 && a.nname > 0 && a.name_val[0] == b.coef) {
     lead = 1;
   }
   if (lead >= 0)
     for (int i = lead; i < a.nname; ++i) {
-      q.named[q.nname++] = a.named[i];
+      q.name[q.nname] = a.name[i];
+      q.name_val[q.nname++] = a.name_val[i];
     }
   bool used[kMaxDimSyms] = {};
   for (int j = 0; j < b.nsym; ++j) {
