@@ -1,7 +1,7 @@
 // Mistake: labels [batch] for per-token logits [batch, seq, 10] (sequence-level labels given to
 // a token-level loss); the labels must be the logits' leading dims [batch, seq].
 // clang-format off
-// expect: stag::cross_entropy: the labels' shape must be the logits' shape without its last
+// expect: stag::cross_entropy: the labels..? shape must be the logits..? shape without its last
 // expect-gcc: SL = (stag::)?Shape<(stag::)?Sym<(stag::)?fixed_string<6>\{"batch"\}>\(\), (stag::)?Sym<(stag::)?fixed_string<4>\{"seq"\}>\(\), 10>
 // expect-gcc: SY = (stag::)?Shape<(stag::)?Sym<(stag::)?fixed_string<6>\{"batch"\}>\(\)>;
 // expect-gcc: required from here

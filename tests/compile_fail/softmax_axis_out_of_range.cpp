@@ -1,5 +1,5 @@
 // Mistake: softmax<3> over [batch, seq, seq] scores (rank 3: the last axis is 2, or -1).
-// expect: stag::softmax: axis out of range for the input's rank
+// expect: stag::softmax: axis out of range for the input..?s rank
 // expect-gcc: int Axis = 3; S = Shape<Sym<fixed_string<6>\{"batch"\}>\(\), Sym<fixed_string<4>\{"seq"\}>\(\), Sym<fixed_string<4>\{"seq"\}>\(\)>
 // expect-gcc: required from here
 // clang-format off

@@ -1,5 +1,5 @@
 // Mistake: transpose<1, 3> on a rank-3 [batch, seq, 64] tensor (the head split was skipped).
-// expect: stag::transpose: axis out of range for the input's rank
+// expect: stag::transpose: axis out of range for the input..?s rank
 // expect-gcc: int I = 1; int J = 3; S = Shape<Sym<fixed_string<6>\{"batch"\}>\(\), Sym<fixed_string<4>\{"seq"\}>\(\), 64>
 // expect-gcc: required from here
 // clang-format off
