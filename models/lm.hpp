@@ -20,6 +20,7 @@ struct LmConfig {
   int d_ff = 1024;
   int layers = 4;
   double dropout = 0.0;
+  double label_smoothing = 0.0;  // of the loss (cross_entropy's CrossEntropyOptions)
   double rope_theta = 1e6;
   bool tie_embeddings = true;
 };
@@ -52,11 +53,11 @@ constexpr auto language_model(Builder& g) {
   auto ids = input<"ids", Shape<batch, seq>, DType::i32>(g);
   auto targets = input<"targets", Shape<batch, seq>, DType::i32>(g);
   auto logits = lm_logits<C>(g, lm_trunk<C>(g, ids)).named("logits").output("logits");
-  return cross_entropy(logits, targets);
+  return cross_entropy(logits, targets, {.label_smoothing = C.label_smoothing});
 }
 // snippet-end: docs-lm-1
 
 }  // namespace stag
 
 BOOST_HANA_ADAPT_STRUCT(stag::LmConfig, vocab, d_model, heads, kv_heads, d_ff, layers, dropout,
-                        rope_theta, tie_embeddings);
+                        label_smoothing, rope_theta, tie_embeddings);

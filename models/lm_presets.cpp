@@ -84,9 +84,9 @@ LmConfig lm_config_from_json(std::string_view text) {
     const char* key = boost::hana::to<const char*>(boost::hana::first(field));
     auto& member = boost::hana::second(field)(c);
     using M = std::remove_reference_t<decltype(member)>;
-    const bool required = std::string_view(key) != "dropout" &&
-                          std::string_view(key) != "rope_theta" &&
-                          std::string_view(key) != "tie_embeddings";
+    const bool required =
+        std::string_view(key) != "dropout" && std::string_view(key) != "label_smoothing" &&
+        std::string_view(key) != "rope_theta" && std::string_view(key) != "tie_embeddings";
     if (!j.contains(key)) {
       if (required)
         throw Error("stag: model config: missing \"" + std::string(key) + "\" in " + j.dump());

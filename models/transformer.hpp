@@ -23,6 +23,7 @@ struct TransformerConfig {
   int enc_layers = 6;
   int dec_layers = 6;
   double dropout = 0.1;
+  double label_smoothing = 0.0;  // of the loss (cross_entropy's CrossEntropyOptions)
   bool pre_norm = true;
 };
 // snippet-end: docs-transformer-1
@@ -74,11 +75,11 @@ constexpr auto transformer(Builder& g) {
       }()
           .named("logits")
           .output("logits");
-  return cross_entropy(logits, tgt_out);
+  return cross_entropy(logits, tgt_out, {.label_smoothing = C.label_smoothing});
 }
 // snippet-end: docs-transformer-2
 
 }  // namespace stag
 
 BOOST_HANA_ADAPT_STRUCT(stag::TransformerConfig, src_vocab, tgt_vocab, shared_vocab, d_model, heads,
-                        d_ff, enc_layers, dec_layers, dropout, pre_norm);
+                        d_ff, enc_layers, dec_layers, dropout, label_smoothing, pre_norm);

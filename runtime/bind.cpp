@@ -45,12 +45,11 @@ std::vector<std::int64_t> concrete_dims(const ShapeV& s, const Bindings& b) {
 }
 
 namespace {
+// As the graph spells the dim (`heads*head_dim`, `2*batch*seq`), with the size of a named
+// static dim after it (`heads*head_dim=64`), since the array it is compared with has numbers.
 std::string dim_text(const GraphView& g, const DimV& d) {
-  std::string s = (d.coef != 1 || d.nsym == 0) ? std::to_string(d.coef) : "";
-  for (int i = 0; i < d.nsym; ++i) {
-    s += s.empty() ? "" : "*";  // appends: see Bindings::describe
-    s += g.sym_name(d.sym[i]);
-  }
+  std::string s = g.dim_text(d);
+  if (d.is_static() && d.is_named()) s += "=" + std::to_string(d.coef);
   return s;
 }
 }  // namespace
@@ -105,7 +104,8 @@ struct Binder {
       const std::string where = what + " dim " + std::to_string(i);
       if (d.is_static()) {
         if (got != d.coef)
-          throw Error("stag: " + where + ": expected " + std::to_string(d.coef) + ", got " +
+          throw Error("stag: " + where + ": expected " +
+                      (d.is_named() ? dim_text(g, d) : std::to_string(d.coef)) + ", got " +
                       std::to_string(got) + " (expected " + shape_text(g, s) + ", got " +
                       a.shape_string() + ")");
         continue;

@@ -138,14 +138,35 @@ void init_params(const GraphView& g, const Bindings& b, NamedArrays& store, std:
   }
 }
 
-NamedArrays make_params(const GraphView& g,
-                        const std::map<std::string, std::int64_t, std::less<>>& dims,
-                        std::uint64_t seed, DType float_type, const InitOverrides& overrides) {
-  check_init_overrides(g, overrides);
+namespace {
+Bindings dim_bindings(const GraphView& g,
+                      const std::map<std::string, std::int64_t, std::less<>>& dims) {
   Bindings b;
   for (const auto& [name, v] : dims)
     for (const SymEntry& s : g.syms)
       if (s.name == name) b.set(s.id, v);
+  return b;
+}
+}  // namespace
+
+int first_unsized_param(const GraphView& g,
+                        const std::map<std::string, std::int64_t, std::less<>>& dims) {
+  const Bindings b = dim_bindings(g, dims);
+  for (int n = 0; n < g.size(); ++n) {
+    if (!(g.node(n).flags & (kFlagParam | kFlagState))) continue;
+    const ShapeV& s = g.shape(n);
+    for (int i = 0; i < s.rank; ++i)
+      for (int k = 0; k < s.dims[i].nsym; ++k)
+        if (!b.has(s.dims[i].sym[k])) return n;
+  }
+  return -1;
+}
+
+NamedArrays make_params(const GraphView& g,
+                        const std::map<std::string, std::int64_t, std::less<>>& dims,
+                        std::uint64_t seed, DType float_type, const InitOverrides& overrides) {
+  check_init_overrides(g, overrides);
+  const Bindings b = dim_bindings(g, dims);
   for (int n = 0; n < g.size(); ++n) {
     if (!(g.node(n).flags & (kFlagParam | kFlagState))) continue;
     const ShapeV& s = g.shape(n);

@@ -53,6 +53,10 @@ void check_init_overrides(const GraphView& g, const InitOverrides& overrides);
 void init_params(const GraphView& g, const Bindings& b, NamedArrays& store, std::uint64_t seed,
                  DType float_type = DType::f32, const InitOverrides& overrides = {});
 
+// The first parameter or state tensor of `g` with a symbolic dim that `dims` does not give
+// (its node index), or -1 when make_params can create them all.
+int first_unsized_param(const GraphView& g,
+                        const std::map<std::string, std::int64_t, std::less<>>& dims);
 // Binds the symbols that parameters alone determine from `dims`, then initialises them.
 NamedArrays make_params(const GraphView& g,
                         const std::map<std::string, std::int64_t, std::less<>>& dims,

@@ -32,11 +32,10 @@ Session::Session(const GraphView& g, SessionOptions opts) : g_(g), opts_(std::mo
   num_params_ = g_.count_flag(kFlagParam | kFlagState);
   // Parameters whose dims are all static (or given) can be created right away.
   check_init_overrides(g_, opts_.init_overrides);
-  try {
+  // A parameter with a symbolic dim that opts_.dims does not give: all are created at the
+  // first run instead. Any other failure (a store too large to allocate) is the caller's error.
+  if (first_unsized_param(g_, opts_.dims) < 0)
     params_ = make_params(g_, opts_.dims, opts_.seed, DType::f32, opts_.init_overrides);
-  } catch (const Error&) {
-    params_.clear();  // a symbolic dim: created at the first run instead
-  }
   adopt_shared_params();
 }
 

@@ -88,6 +88,33 @@ TEST_CASE("missing and unknown inputs are named", "[bind]") {
         std::string::npos);
 }
 
+STAG_NAMED_DIM(bind_heads, 4);
+STAG_NAMED_DIM(bind_head_dim, 2);
+constexpr auto named_graph = model([](Builder& g) {
+  auto x = input<"x", Shape<batch, bind_heads, seq, bind_head_dim>>(g);
+  return sum<0, 1, 2>(view<batch, seq, bind_heads * bind_head_dim>(transpose<1, 2>(x)));
+});
+
+TEST_CASE("run-time shape errors spell named dims with their sizes", "[bind][shapes]") {
+  const NamedArrays in{{"x", th::random_array(DType::f32, {2, 3, 5, 2}, 1)}};
+  std::string e;
+  try {
+    evaluate_reference(named_graph, in, {});
+  } catch (const stag::Error& err) {
+    e = err.what();
+  }
+  CHECK(e.find("input 'x' dim 1: expected bind_heads=4, got 3") != std::string::npos);
+  const NamedArrays rank{{"x", th::random_array(DType::f32, {2, 4, 5}, 1)}};
+  try {
+    evaluate_reference(named_graph, rank, {});
+    e.clear();
+  } catch (const stag::Error& err) {
+    e = err.what();
+  }
+  CHECK(e.find("expected rank 4 [batch, bind_heads=4, seq, bind_head_dim=2], got rank 3 "
+               "[2, 4, 5]") != std::string::npos);
+}
+
 TEST_CASE("a parameter of the wrong shape is refused", "[bind]") {
   NamedArrays params = make_params(graph, {}, 1);
   params["proj.weight"] = th::random_array(DType::f32, {3, 8}, 1);

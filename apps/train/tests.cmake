@@ -1,5 +1,7 @@
 # stag-train's tests (included by tests/CMakeLists.txt): unit tests of the app's pieces, the
 # single-batch overfit test of the default classifier, and smoke runs of each task on real data.
+# Each test that may run at the same time as another has its own --out folder: the run lock
+# (runtime/train/run_guard) refuses a second run in a folder that is in use.
 set(STAG_TRAIN_DIR ${PROJECT_SOURCE_DIR}/apps/train)
 add_executable(stag_train_tests ${STAG_TRAIN_DIR}/test_train_app.cpp)
 target_link_libraries(stag_train_tests PRIVATE stag_train_app Catch2::Catch2WithMain)
@@ -52,11 +54,11 @@ set_tests_properties(stag_train.classify_pretrain stag_train.classify_init_from
   SKIP_RETURN_CODE 77)
 
 # A data set that is not installed: a message naming what is missing and how to install it.
-add_test(NAME stag_train.missing_data COMMAND stag-train classify --threads 1 --out ${smoke}/missing)
+add_test(NAME stag_train.missing_data COMMAND stag-train classify --threads 1 --out ${smoke}/missing_data)
 set_tests_properties(stag_train.missing_data PROPERTIES LABELS unit
   ENVIRONMENT "STAG_DATA_DIR=${CMAKE_BINARY_DIR}/no-such-data;OMP_WAIT_POLICY=passive"
   PASS_REGULAR_EXPRESSION "STAG_DATA_DIR=.*no-such-data has no npm/ folder \\(run tools/data.sh\\)")
-add_test(NAME stag_train.missing_fortunes COMMAND stag-train lm --threads 1 --out ${smoke}/missing)
+add_test(NAME stag_train.missing_fortunes COMMAND stag-train lm --threads 1 --out ${smoke}/missing_fortunes)
 set_tests_properties(stag_train.missing_fortunes PROPERTIES LABELS unit
   ENVIRONMENT "STAG_FORTUNES_DIR=${CMAKE_BINARY_DIR}/no-such-fortunes;OMP_WAIT_POLICY=passive"
   PASS_REGULAR_EXPRESSION "no-such-fortunes.*run tools/data.sh")
@@ -92,11 +94,11 @@ add_test(NAME stag_train.resume_other_batch_size COMMAND stag-train lm ${quick} 
 set_tests_properties(stag_train.resume_other_batch_size PROPERTIES DEPENDS stag_train.lm TIMEOUT 120
   PASS_REGULAR_EXPRESSION "--batch-size 64 \\(the checkpoint's run had 4\\): a resumed run must see the same batches")
 # Flags that used to be accepted (or silently clamped).
-add_test(NAME stag_train.negative_max_steps COMMAND stag-train lm --max-steps -5 --out ${smoke}/neg)
+add_test(NAME stag_train.negative_max_steps COMMAND stag-train lm --max-steps -5 --out ${smoke}/neg_steps)
 set_tests_properties(stag_train.negative_max_steps PROPERTIES PASS_REGULAR_EXPRESSION "--max-steps: -5 is negative")
-add_test(NAME stag_train.negative_checkpoint_every COMMAND stag-train --checkpoint-every -3 --out ${smoke}/neg)
+add_test(NAME stag_train.negative_checkpoint_every COMMAND stag-train --checkpoint-every -3 --out ${smoke}/neg_checkpoint)
 set_tests_properties(stag_train.negative_checkpoint_every PROPERTIES PASS_REGULAR_EXPRESSION "--checkpoint-every: -3 is negative")
-add_test(NAME stag_train.negative_eval_every COMMAND stag-train g2p --eval-every -1 --out ${smoke}/neg)
+add_test(NAME stag_train.negative_eval_every COMMAND stag-train g2p --eval-every -1 --out ${smoke}/neg_eval)
 set_tests_properties(stag_train.negative_eval_every PROPERTIES PASS_REGULAR_EXPRESSION "--eval-every: -1 is negative")
 add_test(NAME stag_train.bpe_vocab_above_preset COMMAND stag-train lm ${quick} --model small-bpe --tokenizer bpe
          --bpe-vocab 100000 --limit 50 --max-steps 1 --out ${smoke}/bpe_vocab)

@@ -39,7 +39,8 @@ constexpr auto argmax(Tensor<S, T> x, K...) {
                 "stag::argmax: the only option is stag::keepdim");
   constexpr bool keep = sizeof...(K) > 0;
   constexpr ShapeResult r = rules::argmax(S::value, T, Axis, keep);
-  static_assert(r.err != ShapeErr::axis, "stag::argmax: axis out of range for the input's rank");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::axis, "stag::argmax: axis out of range for the input's rank",
+                   S, void);
   static_assert(r.err != ShapeErr::dtype,
                 "stag::argmax: input must be f32, f64, i32 or i64 (cast a bool mask first)");
   if constexpr (r.ok())

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <span>
+#include <tuple>
 
 #include <stag/ops/op.hpp>
 
@@ -83,13 +84,26 @@ constexpr auto concat(Tensor<Ss, Ts>... xs) {
   static_assert(r.err != ShapeErr::dtype, "stag::concat: all inputs must have the same dtype");
   static_assert(r.err != ShapeErr::axis, "stag::concat: axis out of range for the inputs' rank");
   static_assert(r.err != ShapeErr::rank, "stag::concat: all inputs must have the same rank");
-  static_assert(
+  // The error shows the first input and the first one that does not concatenate with it.
+  constexpr int bad = [&] {
+    for (int k = 1; k < int{sizeof...(xs)}; ++k) {
+      const ShapeV pair[2] = {shapes[0], shapes[k]};
+      const DType pair_types[2] = {types[0], types[k]};
+      if (!rules::concat(pair, pair_types, 2, Axis).ok()) return k;
+    }
+    return 1;
+  }();
+  using First = std::tuple_element_t<0, std::tuple<Ss...>>;
+  using Bad = std::tuple_element_t<static_cast<std::size_t>(bad), std::tuple<Ss...>>;
+  STAG_SHAPE_CHECK(
       r.err != ShapeErr::concat_dims,
-      "stag::concat: the inputs' dims differ outside the concat axis (they must be equal)");
-  static_assert(
+      "stag::concat: the inputs' dims differ outside the concat axis (they must be equal)", First,
+      Bad);
+  STAG_SHAPE_CHECK(
       r.err != ShapeErr::concat_symbolic,
       "stag::concat: the sizes along the axis do not add up to one dim: they must all be "
-      "numbers, or multiples of the same symbols (seq + seq = 2*seq; seq + 5 is not a dim)");
+      "numbers, or multiples of the same symbols (seq + seq = 2*seq; seq + 5 is not a dim)",
+      First, Bad);
   const Ref refs[sizeof...(xs) + 1] = {xs.ref()...};
   if constexpr (r.ok())
     return typed<r.shape, r.dtype, Ss...>(concat(std::span<const Ref>(refs, sizeof...(xs)), Axis));

@@ -22,11 +22,20 @@ STAG_VECTORIZED float log_sum_exp(const float* __restrict x, std::int64_t n) {
   return mx + std::log(z);
 }
 
-STAG_VECTORIZED void softmax_minus_onehot(const float* __restrict x, float* __restrict dx,
+STAG_VECTORIZED float row_sum(const float* __restrict x, std::int64_t n) {
+  float s = 0.f;
+#pragma omp simd reduction(+ : s)
+  for (std::int64_t i = 0; i < n; ++i) s += x[i];
+  return s;
+}
+
+// (softmax(x) - target) * scale, target = (1 - eps) onehot(label) + eps / n.
+STAG_VECTORIZED void softmax_minus_target(const float* __restrict x, float* __restrict dx,
                                           std::int64_t n, std::int64_t label, float lse,
-                                          float scale) {
-  for (std::int64_t i = 0; i < n; ++i) dx[i] = vec::exp_approx(x[i] - lse) * scale;
-  dx[label] -= scale;
+                                          float scale, float eps) {
+  const float spread = eps / static_cast<float>(n) * scale;
+  for (std::int64_t i = 0; i < n; ++i) dx[i] = vec::exp_approx(x[i] - lse) * scale - spread;
+  dx[label] -= (1.f - eps) * scale;
 }
 
 class CrossEntropyKernel final : public OwnKernel {
@@ -57,17 +66,27 @@ class CrossEntropyKernel final : public OwnKernel {
     }
     if (!ok) run_reference();  // throws with the position of the first bad label
     const float* x = in_[0].as<const float>();
+    const float eps = static_cast<float>(attr().f[0]);
     if (!backward_) {
 #pragma omp parallel for schedule(static)
       for (std::int64_t r = 0; r < rows_; ++r) {
         const std::int64_t y = labels_[static_cast<std::size_t>(r)];
         const float* row = x + r * classes_;
         // NOTE: a -inf logit at the label means probability 0: the loss is +inf.
-        losses_[static_cast<std::size_t>(r)] =
-            y < 0 ? 0.0
-                  : (row[y] == -std::numeric_limits<float>::infinity()
-                         ? INFINITY
-                         : log_sum_exp(row, classes_) - row[y]);
+        if (y < 0) {
+          losses_[static_cast<std::size_t>(r)] = 0.0;
+          continue;
+        }
+        const float lse = log_sum_exp(row, classes_);
+        // A -inf logit at the label (or, smoothed, anywhere: the sum is -inf) gives +inf.
+        double loss = row[y] == -std::numeric_limits<float>::infinity()
+                          ? INFINITY
+                          : static_cast<double>(lse) - static_cast<double>(row[y]);
+        if (eps > 0.f)
+          loss = (1.0 - eps) * loss +
+                 eps * (static_cast<double>(lse) - static_cast<double>(row_sum(row, classes_)) /
+                                                       static_cast<double>(classes_));
+        losses_[static_cast<std::size_t>(r)] = loss;
       }
       double total = 0;
       for (double l : losses_) total += l;
@@ -86,8 +105,8 @@ class CrossEntropyKernel final : public OwnKernel {
         for (std::int64_t i = 0; i < classes_; ++i) d[i] = 0.f;
         continue;
       }
-      softmax_minus_onehot(x + r * classes_, d, classes_, y,
-                           log_sum_exp(x + r * classes_, classes_), scale);
+      softmax_minus_target(x + r * classes_, d, classes_, y,
+                           log_sum_exp(x + r * classes_, classes_), scale, eps);
     }
   }
 

@@ -1,5 +1,7 @@
 // Reference kernels of cross_entropy and cross_entropy_backward: one row of C logits per
 // label, log-sum-exp and sums in double whatever the element type. Both check every label.
+// Label smoothing e: (1 - e) * (-log p[label]) + e * mean over classes of (-log p), term by
+// term (the CPU kernel uses the folded form lse - (1 - e) x[label] - e mean(x)).
 #include <cmath>
 #include <limits>
 #include <string>
@@ -67,6 +69,7 @@ void forward(const KernelArgs& a) {
   const std::int64_t classes = logits.dims[logits.rank - 1];
   const std::int64_t rows = labels.numel();
   const T* x = logits.as<const T>();
+  const double eps = a.attr().f[0];
   double total = 0;
   std::int64_t count = 0;
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -74,8 +77,19 @@ void forward(const KernelArgs& a) {
     if (y < 0) continue;
     const T* row = x + r * classes;
     const double xy = static_cast<double>(row[y]);
-    // NOTE: a label whose logit is -inf has probability 0: its loss is +inf (not -inf - -inf).
-    total += xy == -kInf ? kInf : log_sum_exp(row, classes, row_max(row, classes)) - xy;
+    const double lse = log_sum_exp(row, classes, row_max(row, classes));
+    // NOTE: a label whose logit is -inf has probability 0: its loss is +inf (not -inf - -inf);
+    // with smoothing, so does any class's.
+    double loss = xy == -kInf ? kInf : lse - xy;
+    if (eps > 0) {
+      double smooth = 0;  // mean over the classes of -log p
+      for (std::int64_t i = 0; i < classes; ++i) {
+        const double xi = static_cast<double>(row[i]);
+        smooth += xi == -kInf ? kInf : lse - xi;
+      }
+      loss = (1 - eps) * loss + eps * smooth / static_cast<double>(classes);
+    }
+    total += loss;
     ++count;
   }
   // NOTE: no kept position: the loss is 0, not 0 / 0.
@@ -90,6 +104,7 @@ void backward(const KernelArgs& a) {
   const std::int64_t rows = labels.numel();
   const T* x = logits.as<const T>();
   const double g = static_cast<double>(a.in[2].as<const T>()[0]);
+  const double eps = a.attr().f[0];
   T* dx = a.out.as<T>();
   std::int64_t count = 0;
   for (std::int64_t r = 0; r < rows; ++r) count += checked_label(a, labels, r, classes) >= 0;
@@ -108,7 +123,8 @@ void backward(const KernelArgs& a) {
     const double lse = log_sum_exp(row, classes, mx);
     for (std::int64_t i = 0; i < classes; ++i) {
       const double p = mx == -kInf ? 0.0 : std::exp(static_cast<double>(row[i]) - lse);
-      drow[i] = static_cast<T>((p - (i == y ? 1.0 : 0.0)) * scale);
+      const double target = (i == y ? 1.0 - eps : 0.0) + eps / static_cast<double>(classes);
+      drow[i] = static_cast<T>((p - target) * scale);
     }
   }
 }

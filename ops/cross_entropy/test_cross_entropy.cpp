@@ -1,6 +1,7 @@
 // cross_entropy: hand-computed losses and gradients, ignore_index (and a fully ignored batch:
 // 0, not NaN), huge logits (log-sum-exp), labels out of range, a scalar position, odd shapes
-// and several bindings through the op harness.
+// and several bindings through the op harness; label smoothing (values, gradients, CPU ==
+// reference).
 #include "op_harness.hpp"
 
 namespace {
@@ -142,6 +143,55 @@ TEST_CASE("cross_entropy on odd shapes and several bindings", "[op][cross_entrop
                       return NamedArrays{
                           {"x", th::random_array(DType::f32, {b, s, c}, 360 + k, -3, 3)},
                           {"labels", labels_for(b, s, c, 370 + k)}};
+                    },
+                .bindings = 3});
+}
+
+// Label smoothing 0.1 over 3 classes: target (0.9 onehot + 0.1 / 3).
+constexpr auto smoothed = model([](Builder& g) {
+  auto logits = input<"logits", Shape<batch, 3>>(g);
+  auto labels = input<"labels", Shape<batch>, i32>(g);
+  return cross_entropy(logits, labels, {.label_smoothing = 0.1}).named("loss");
+});
+constexpr auto smoothed_train = grad<smoothed, "logits">();
+
+TEST_CASE("label smoothing matches the smoothed target's cross-entropy", "[op][cross_entropy]") {
+  const Evaluation e = evaluate_reference(
+      smoothed_train, small_inputs({1, 2, 3, 0, 0, 0, 4, 4, 4}, {2, -100, 0}), {});
+  // Row 0: -sum_c t_c log p_c with t = (0.1/3, 0.1/3, 0.9 + 0.1/3); row 2: uniform p, so log 3
+  // whatever the target. The ignored row counts for nothing.
+  const double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
+  const double lp[3] = {1 - std::log(z), 2 - std::log(z), 3 - std::log(z)};
+  const double e3 = 0.1 / 3;
+  const double row0 = -(e3 * lp[0] + e3 * lp[1] + (0.9 + e3) * lp[2]);
+  th::require_close(e.result(), {(row0 + std::log(3.0)) / 2});
+  const double p[3] = {std::exp(1.0) / z, std::exp(2.0) / z, std::exp(3.0) / z};
+  th::require_close(e["grad/logits"],
+                    {(p[0] - e3) / 2, (p[1] - e3) / 2, (p[2] - 0.9 - e3) / 2, 0, 0, 0,
+                     (1.0 / 3 - 0.9 - e3) / 2, (1.0 / 3 - e3) / 2, (1.0 / 3 - e3) / 2});
+}
+
+constexpr auto ce_smooth_loss = model([](Builder& g) {
+  auto x = input<"x", Shape<batch, seq, classes>>(g);
+  auto labels = input<"labels", Shape<batch, seq>, i32>(g);
+  auto w = param<Shape<classes, classes>>(g / "head", "weight");
+  return cross_entropy(matmul(x, w), labels, {.label_smoothing = 0.2}) +
+         cross_entropy(x * 3.0, labels, {.ignore_index = -100, .label_smoothing = 0.05});
+});
+constexpr auto ce_smooth_train = grad<ce_smooth_loss, "x">();
+
+TEST_CASE("label smoothing on odd shapes: gradients and the CPU kernel",
+          "[op][cross_entropy][gradcheck]") {
+  const std::array<std::int64_t, 3> dims[] = {{5, 7, 3}, {3, 9, 17}, {1, 1, 2}};
+  th::check_op({.what = "cross_entropy with label smoothing",
+                .forward = ce_smooth_loss,
+                .train = ce_smooth_train,
+                .inputs =
+                    [&](int k) {
+                      auto [b, s, c] = dims[k];
+                      return NamedArrays{
+                          {"x", th::random_array(DType::f32, {b, s, c}, 380 + k, -3, 3)},
+                          {"labels", labels_for(b, s, c, 390 + k)}};
                     },
                 .bindings = 3});
 }

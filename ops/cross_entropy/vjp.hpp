@@ -7,7 +7,7 @@
 namespace stag {
 
 constexpr void OpDef<OpId::cross_entropy>::vjp(VjpCtx& c) {
-  c.grads[0] = cross_entropy_backward(c.x(0), c.x(1), c.g(), c.attr().i[0]);
+  c.grads[0] = cross_entropy_backward(c.x(0), c.x(1), c.g(), c.attr());
 }
 
 }  // namespace stag

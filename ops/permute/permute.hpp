@@ -37,10 +37,10 @@ template <int... P, class S, DType T>
 constexpr auto permute(Tensor<S, T> x) {
   constexpr int perm[sizeof...(P) + 1] = {P..., 0};
   constexpr ShapeResult r = algebra::permute(S::value, perm, sizeof...(P), T);
-  static_assert(r.err != ShapeErr::axis,
-                "stag::permute: an axis is out of range for the input's rank");
-  static_assert(r.err != ShapeErr::permutation,
-                "stag::permute: the axes must name every input dim exactly once");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::axis,
+                   "stag::permute: an axis is out of range for the input's rank", S, void);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::permutation,
+                   "stag::permute: the axes must name every input dim exactly once", S, void);
   if constexpr (r.ok())
     return typed<r.shape, T, S>(permute(x.ref(), perm, sizeof...(P)));
   else
@@ -50,7 +50,8 @@ constexpr auto permute(Tensor<S, T> x) {
 template <int I, int J, class S, DType T>
 constexpr auto transpose(Tensor<S, T> x) {
   constexpr ShapeResult r = algebra::transpose(S::value, I, J, T);
-  static_assert(r.err != ShapeErr::axis, "stag::transpose: axis out of range for the input's rank");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::axis,
+                   "stag::transpose: axis out of range for the input's rank", S, void);
   if constexpr (r.ok())
     return typed<r.shape, T, S>(transpose(x.ref(), I, J));
   else

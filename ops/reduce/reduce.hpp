@@ -49,33 +49,36 @@ constexpr Attrs reduce_attrs(std::uint32_t mask, bool keep) {
 }  // namespace detail
 
 // Typed form: fn<axes...>(x) or fn<axes...>(x, keepdim).
-#define STAG_REDUCE_FN(fn, float_only, dtype_message)                                             \
-  constexpr Ref fn(Ref x, std::uint32_t mask, bool keep) {                                        \
-    const Attrs a = detail::reduce_attrs(mask, keep);                                             \
-    return emit(OpId::fn, #fn, {x}, rules::reduce(x.shape(), x.dtype(), mask, keep, float_only),  \
-                &a);                                                                              \
-  }                                                                                               \
-  template <int... Axes, class S, DType T, class... K>                                            \
-  constexpr auto fn(Tensor<S, T> x, K...) {                                                       \
-    static_assert(sizeof...(Axes) > 0,                                                            \
-                  "stag::" #fn ": name the axes to reduce, e.g. " #fn "<-1>(x)");                 \
-    static_assert((std::is_same_v<K, KeepDim> && ...),                                            \
-                  "stag::" #fn ": the only option is stag::keepdim");                             \
-    constexpr bool keep = sizeof...(K) > 0;                                                       \
-    constexpr int axes[sizeof...(Axes) + 1] = {Axes..., 0};                                       \
-    constexpr std::uint32_t mask = algebra::axis_mask(axes, sizeof...(Axes), S::rank);            \
-    constexpr ShapeResult r = rules::reduce(S::value, T, mask, keep, float_only);                 \
-    constexpr bool distinct = mask == ~0u || std::popcount(mask) == int{sizeof...(Axes)};         \
-    static_assert(r.err != ShapeErr::axis,                                                        \
-                  "stag::" #fn                                                                    \
-                  ": reduction axis out of range for the input's rank (valid: -rank .. rank-1)"); \
-    static_assert(distinct,                                                                       \
-                  "stag::" #fn ": an axis is named twice (e.g. 1 and -2 of a rank-3 input)");     \
-    static_assert(r.err != ShapeErr::dtype, "stag::" #fn ": " dtype_message);                     \
-    if constexpr (r.ok() && distinct)                                                             \
-      return typed<r.shape, T, S>(fn(x.ref(), mask, keep));                                       \
-    else                                                                                          \
-      return x;                                                                                   \
+#define STAG_REDUCE_FN(fn, float_only, dtype_message)                                              \
+  constexpr Ref fn(Ref x, std::uint32_t mask, bool keep) {                                         \
+    const Attrs a = detail::reduce_attrs(mask, keep);                                              \
+    return emit(OpId::fn, #fn, {x}, rules::reduce(x.shape(), x.dtype(), mask, keep, float_only),   \
+                &a);                                                                               \
+  }                                                                                                \
+  template <int... Axes, class S, DType T, class... K>                                             \
+  constexpr auto fn(Tensor<S, T> x, K...) {                                                        \
+    static_assert(sizeof...(Axes) > 0,                                                             \
+                  "stag::" #fn ": name the axes to reduce, e.g. " #fn "<-1>(x)");                  \
+    static_assert((std::is_same_v<K, KeepDim> && ...),                                             \
+                  "stag::" #fn ": the only option is stag::keepdim");                              \
+    constexpr bool keep = sizeof...(K) > 0;                                                        \
+    constexpr int axes[sizeof...(Axes) + 1] = {Axes..., 0};                                        \
+    constexpr std::uint32_t mask = algebra::axis_mask(axes, sizeof...(Axes), S::rank);             \
+    constexpr ShapeResult r = rules::reduce(S::value, T, mask, keep, float_only);                  \
+    constexpr bool distinct = mask == ~0u || std::popcount(mask) == int{sizeof...(Axes)};          \
+    STAG_SHAPE_CHECK(r.err != ShapeErr::axis,                                                      \
+                     "stag::" #fn                                                                  \
+                     ": reduction axis out of range for the input's rank (valid: -rank .. "        \
+                     "rank-1)",                                                                    \
+                     S, void);                                                                     \
+    STAG_SHAPE_CHECK(distinct,                                                                     \
+                     "stag::" #fn ": an axis is named twice (e.g. 1 and -2 of a rank-3 input)", S, \
+                     void);                                                                        \
+    static_assert(r.err != ShapeErr::dtype, "stag::" #fn ": " dtype_message);                      \
+    if constexpr (r.ok() && distinct)                                                              \
+      return typed<r.shape, T, S>(fn(x.ref(), mask, keep));                                        \
+    else                                                                                           \
+      return x;                                                                                    \
   }
 STAG_REDUCE_FN(sum, false,
                "input must be f32, f64, i32 or i64; count a bool mask as sum<...>(cast<f32>(mask))")

@@ -86,8 +86,8 @@ constexpr Ref squeeze(Ref x, int axis) {
 template <int Axis, class S, DType T>
 constexpr auto unsqueeze(Tensor<S, T> x) {
   constexpr ShapeResult r = algebra::unsqueeze(S::value, Axis, T);
-  static_assert(r.err != ShapeErr::axis,
-                "stag::unsqueeze: axis out of range (valid: -rank-1 .. rank)");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::axis,
+                   "stag::unsqueeze: axis out of range (valid: -rank-1 .. rank)", S, void);
   static_assert(r.err != ShapeErr::rank, "stag::unsqueeze: the result would have more than 6 dims");
   if constexpr (r.ok())
     return typed<r.shape, T, S>(unsqueeze(x.ref(), Axis));
@@ -97,10 +97,11 @@ constexpr auto unsqueeze(Tensor<S, T> x) {
 template <int Axis, class S, DType T>
 constexpr auto squeeze(Tensor<S, T> x) {
   constexpr ShapeResult r = algebra::squeeze(S::value, Axis, T);
-  static_assert(r.err != ShapeErr::axis, "stag::squeeze: axis out of range");
-  static_assert(r.err != ShapeErr::not_one,
-                "stag::squeeze: the squeezed dim is not 1; check the axis (a longer dim must be "
-                "reduced, e.g. with sum or max)");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::axis, "stag::squeeze: axis out of range", S, void);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::not_one,
+                   "stag::squeeze: the squeezed dim is not 1; check the axis (a longer dim must be "
+                   "reduced, e.g. with sum or max)",
+                   S, void);
   if constexpr (r.ok()) {
     return typed<r.shape, T, S>(squeeze(x.ref(), Axis));
   } else if constexpr (r.err == ShapeErr::not_one) {

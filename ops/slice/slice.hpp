@@ -62,9 +62,10 @@ constexpr auto slice(Tensor<S, T> x) {
   static_assert(End > Start, "stag::slice: End must be greater than Start (the range is empty)");
   constexpr bool bounds_ok = Start >= 0 && End > Start;  // one mistake, one message
   constexpr ShapeResult r = rules::slice(S::value, T, Axis, Start, End);
-  static_assert(r.err != ShapeErr::axis, "stag::slice: axis out of range for the input's rank");
-  static_assert(!bounds_ok || r.err != ShapeErr::slice_range,
-                "stag::slice: End is beyond the size of the (static) dim being sliced");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::axis, "stag::slice: axis out of range for the input's rank",
+                   S, void);
+  STAG_SHAPE_CHECK(!bounds_ok || r.err != ShapeErr::slice_range,
+                   "stag::slice: End is beyond the size of the (static) dim being sliced", S, void);
   if constexpr (r.ok())
     return typed<r.shape, T, S>(slice(x.ref(), Axis, Start, End));
   else

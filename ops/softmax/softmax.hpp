@@ -95,7 +95,8 @@ constexpr auto softmax(Tensor<S, T> x) {
   constexpr ShapeResult r = rules::softmax(S::value, T, Axis);
   static_assert(r.err != ShapeErr::dtype,
                 "stag::softmax: input must be floating point (f32 or f64)");
-  static_assert(r.err != ShapeErr::axis, "stag::softmax: axis out of range for the input's rank");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::axis, "stag::softmax: axis out of range for the input's rank",
+                   S, void);
   if constexpr (r.ok())
     return Tensor<S, T>{x.b, softmax(x.ref(), Axis).id};
   else
@@ -107,7 +108,8 @@ constexpr auto softmax(Tensor<S, T> x, Tensor<SM, TM> keep) {
   constexpr ShapeResult r = rules::masked_softmax(S::value, T, Axis, SM::value, TM);
   static_assert(r.err != ShapeErr::dtype,
                 "stag::softmax: input must be floating point (f32 or f64)");
-  static_assert(r.err != ShapeErr::axis, "stag::softmax: axis out of range for the input's rank");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::axis, "stag::softmax: axis out of range for the input's rank",
+                   S, void);
   static_assert(r.err != ShapeErr::mask_dtype, "stag::softmax: the mask must be a bool tensor");
   STAG_SHAPE_CHECK(
       r.err != ShapeErr::mask_rank,
@@ -128,8 +130,8 @@ constexpr auto log_softmax(Tensor<S, T> x) {
   constexpr ShapeResult r = rules::softmax(S::value, T, Axis);
   static_assert(r.err != ShapeErr::dtype,
                 "stag::log_softmax: input must be floating point (f32 or f64)");
-  static_assert(r.err != ShapeErr::axis,
-                "stag::log_softmax: axis out of range for the input's rank");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::axis,
+                   "stag::log_softmax: axis out of range for the input's rank", S, void);
   if constexpr (r.ok())
     return Tensor<S, T>{x.b, log_softmax(x.ref(), Axis).id};
   else

@@ -247,7 +247,10 @@ std::string FiniteReport::describe() const {
 FiniteReport check_finite(const NamedArrays& store,
                           const std::function<bool(const std::string&)>& select) {
   FiniteReport r;
-  for (const auto& [name, a] : store) {
+  for (const auto& entry : store) {
+    // Not a structured binding: clang 14 cannot capture one in the lambda below.
+    const std::string& name = entry.first;
+    const Array& a = entry.second;
     if (!is_float(a.dtype()) || (select && !select(name))) continue;
     auto note = [&](double v, std::int64_t i) {
       if (!std::isfinite(v)) {
