@@ -35,7 +35,7 @@ struct ModelOptions {
       (std::int64_t, batch_size),
       (std::int64_t, accumulation),  // micro-batches of batch_size per optimizer step
       (double, lr),                  // peak learning rate
-      (std::string, lr_schedule),       // constant, linear, cosine, inverse_sqrt
+      (std::string, lr_schedule),    // constant, linear, cosine, inverse_sqrt
       (std::int64_t, warmup),        // steps of linear warmup
       (double, min_lr),              // floor of linear and cosine
       (double, beta1), (double, beta2), (double, eps), (double, weight_decay),

@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include <stag/runtime/train/checkpoint.hpp>
 #include <stag/runtime/session.hpp>
+#include <stag/runtime/train/checkpoint.hpp>
 
 namespace stag {
 namespace {

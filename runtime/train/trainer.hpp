@@ -15,10 +15,10 @@
 #include <vector>
 
 #include <stag/autodiff/optimizer.hpp>
-#include <stag/runtime/train/checkpoint.hpp>
-#include <stag/runtime/train/metrics.hpp>
-#include <stag/runtime/train/lr_schedule.hpp>
 #include <stag/runtime/session.hpp>
+#include <stag/runtime/train/checkpoint.hpp>
+#include <stag/runtime/train/lr_schedule.hpp>
+#include <stag/runtime/train/metrics.hpp>
 
 namespace stag {
 
