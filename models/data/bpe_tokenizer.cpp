@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <stag/models/data/text.hpp>
+#include <stag/models/data/tokenizer_json.hpp>
 #include <stag/ops/kernel.hpp>
 
 namespace stag::data {
@@ -249,21 +250,8 @@ BpeTokenizer BpeTokenizer::from_json(std::string_view text) {
   if (!j.is_object())
     throw Error(
         "stag::data: BpeTokenizer: not a byte-level BPE tokeniser (the JSON is not an object)");
-  // NOTE: every field is checked for its JSON type before it is read: nlohmann's get<> and
-  // value() throw type_error otherwise, which is not a stag::Error and names no field.
-  if (!j.contains("type") || j["type"] != "byte-bpe")
-    throw Error("stag::data: BpeTokenizer: not a byte-level BPE tokeniser: \"type\" is " +
-                (j.contains("type") ? j["type"].dump() : std::string("missing")) +
-                ", expected \"byte-bpe\"");
-  if (!j.contains("version") || j["version"] != 1)
-    throw Error("stag::data: BpeTokenizer: \"version\" is " +
-                (j.contains("version") ? j["version"].dump() : std::string("missing")) +
-                ", this build reads version 1");
+  detail::check_tokenizer_header(j, "BpeTokenizer", "byte-level BPE tokeniser", "byte-bpe");
   try {
-    const std::vector<std::string> special(std::begin(kSpecialTokens), std::end(kSpecialTokens));
-    if (!j.contains("special") || j["special"] != nlohmann::json(special))
-      throw Error(
-          "stag::data: BpeTokenizer: special tokens differ from <pad>, <unk>, <bos>, <eos>");
     if (!j.contains("merges") || !j["merges"].is_array())
       throw Error("stag::data: BpeTokenizer: missing \"merges\" array");
     BpeTokenizer tok;
