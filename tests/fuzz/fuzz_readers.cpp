@@ -12,6 +12,7 @@
 #include <stag/models/data/bpe_tokenizer.hpp>
 #include <stag/models/data/char_tokenizer.hpp>
 #include <stag/models/data/datasets.hpp>
+#include <stag/models/data/pairs.hpp>
 #include <stag/models/generator.hpp>
 #include <stag/models/lm_presets.hpp>
 #include <stag/ops/kernel.hpp>
@@ -159,12 +160,45 @@ int spam(const std::uint8_t* data, std::size_t size) {
   refusing([&] { (void)data::mail_subject_and_body(raw); });
   refusing(
       [&] { (void)data::mail_subject_and_body(raw, {.decode_mime = false, .strip_html = false}); });
+  // The whole loader: the bytes as one mail in each of the package's five groups.
+  for (const char* group : {"easy-ham-1", "easy-ham-2", "hard-ham-1", "spam-1", "spam-2"})
+    scratch_file(std::string("spam/data/") + group + "/00001.txt", data, size);
+  refusing([&] { (void)data::load_spam_assassin(scratch_dir() / "spam").label_counts(); });
   return 0;
 }
 
 int fortunes(const std::uint8_t* data, std::size_t size) {
+  // The bytes as every file the loaders read: an English file, one per language folder, and
+  // fortunes-zh's two (see load_fortune_languages and load_chinese_sources).
   const std::string path = scratch_file("fortunes/en", data, size);
-  return refusing([&] { (void)data::read_fortune_entries(path); });
+  for (const char* name : {"chinese", "tang300", "de/a", "es/a", "it/a", "ru/a", "pl/a", "cs/a"})
+    scratch_file(std::string("fortunes/") + name, data, size);
+  refusing([&] { (void)data::read_fortune_entries(path); });
+  const fs::path dir = scratch_dir() / "fortunes";
+  refusing([&] { (void)data::load_fortune_languages(dir).label_counts(); });
+  refusing([&] { (void)data::load_fortune_languages(dir, 2).label_counts(); });
+  refusing([&] { (void)data::load_chinese_sources(dir).label_counts(); });
+  refusing([&] { (void)data::load_fortunes_corpus(dir).joined(); });
+  return 0;
+}
+
+int python_doc(const std::uint8_t* data, std::size_t size) {
+  scratch_file("python-doc/library/a.rst.txt", data, size);
+  return refusing(
+      [&] { (void)data::load_python_doc_corpus(scratch_dir() / "python-doc").bytes(); });
+}
+
+int tsv_pairs(const std::uint8_t* data, std::size_t size) {
+  const std::string path = scratch_file("pairs.tsv", data, size);
+  refusing([&] { (void)data::load_tsv_pairs(path); });
+  refusing([&] {
+    (void)data::load_tsv_pairs(path, {.source_column = 2,
+                                      .target_column = 0,
+                                      .skip_comments = false,
+                                      .allow_empty = true,
+                                      .limit = 3});
+  });
+  return 0;
 }
 
 int cmudict(const std::uint8_t* data, std::size_t size) {

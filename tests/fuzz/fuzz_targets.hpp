@@ -16,8 +16,10 @@ int bpe_tokenizer(const std::uint8_t* data, std::size_t size);   // BpeTokenizer
 int text_tokenizer(const std::uint8_t* data, std::size_t size);  // both programs' tokeniser JSON
 int metrics(const std::uint8_t* data, std::size_t size);         // metrics lines and files
 int sentiment(const std::uint8_t* data, std::size_t size);       // load_sentiment
-int spam(const std::uint8_t* data, std::size_t size);            // mail_subject_and_body
-int fortunes(const std::uint8_t* data, std::size_t size);        // read_fortune_entries
+int spam(const std::uint8_t* data, std::size_t size);            // a mail, load_spam_assassin
+int fortunes(const std::uint8_t* data, std::size_t size);        // the fortunes loaders
+int python_doc(const std::uint8_t* data, std::size_t size);      // load_python_doc_corpus
+int tsv_pairs(const std::uint8_t* data, std::size_t size);       // load_tsv_pairs
 int cmudict(const std::uint8_t* data, std::size_t size);         // load_cmudict
 int lm_config(const std::uint8_t* data, std::size_t size);       // lm_config_from_json
 
@@ -33,6 +35,8 @@ inline constexpr FuzzTarget kFuzzTargets[] = {{"safetensors", safetensors},
                                               {"sentiment", sentiment},
                                               {"spam", spam},
                                               {"fortunes", fortunes},
+                                              {"python_doc", python_doc},
+                                              {"tsv_pairs", tsv_pairs},
                                               {"cmudict", cmudict},
                                               {"lm_config", lm_config}};
 
