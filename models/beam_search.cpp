@@ -1,0 +1,168 @@
+// Beam search (see beam_search.hpp): the bookkeeping of hypotheses per batch item; the model
+// runs outside.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include <stag/models/beam_search.hpp>
+#include <stag/ops/kernel.hpp>
+
+namespace stag {
+
+BeamSearch::BeamSearch(std::size_t batch, const BeamSearchOptions& o) : o_(o), batch_(batch) {
+  if (batch == 0) throw Error("stag::BeamSearch: the batch has no items");
+  if (o.beam_size < 1) throw Error("stag::BeamSearch: beam_size must be at least 1");
+  if (o.n_best < 1 || o.n_best > o.beam_size)
+    throw Error("stag::BeamSearch: n_best must be in [1, beam_size], got " +
+                std::to_string(o.n_best) + " for beam_size " + std::to_string(o.beam_size));
+  if (o.max_new < 1) throw Error("stag::BeamSearch: max_new must be at least 1");
+  if (o.eos_id < 0 || o.vocab_limit < 0 || !std::isfinite(o.length_penalty))
+    throw Error("stag::BeamSearch: eos_id and vocab_limit must not be negative, and "
+                "length_penalty must be finite");
+  const std::size_t n = rows(), k = static_cast<std::size_t>(o.beam_size);
+  beams_.assign(n, Beam{});
+  tokens_.assign(n, o.bos_id);
+  parents_.resize(n);
+  live_.assign(n, 0);
+  for (std::size_t r = 0; r < n; ++r) {
+    parents_[r] = static_cast<std::int32_t>(r);
+    live_[r] = r % k == 0;  // the beams of an item start as one: only the first is live
+  }
+  item_done_.assign(batch, 0);
+  finished_.resize(batch);
+}
+
+bool BeamSearch::done() const {
+  return std::all_of(item_done_.begin(), item_done_.end(), [](char d) { return d != 0; });
+}
+
+double BeamSearch::rank_score(double log_prob, std::size_t length) const {
+  if (length == 0 || o_.length_penalty == 0.0) return log_prob;
+  return log_prob / std::pow(static_cast<double>(length), o_.length_penalty);
+}
+
+void BeamSearch::add_finished(std::size_t item, Hypothesis h) {
+  std::vector<Hypothesis>& f = finished_[item];
+  // After every hypothesis of at least its score: ties keep the order they were found in.
+  const auto at = std::upper_bound(f.begin(), f.end(), h.score,
+                                   [](double s, const Hypothesis& x) { return s > x.score; });
+  f.insert(at, std::move(h));
+  if (f.size() > static_cast<std::size_t>(o_.beam_size)) f.pop_back();
+}
+
+void BeamSearch::advance(std::span<const float> logits, std::int64_t vocab) {
+  if (done()) throw Error("stag::BeamSearch::advance: the search is done");
+  if (vocab < 1 || logits.size() != rows() * static_cast<std::size_t>(vocab))
+    throw Error("stag::BeamSearch::advance: expected logits [" + std::to_string(rows()) + ", " +
+                std::to_string(vocab) + "], got " + std::to_string(logits.size()) + " values");
+  const std::int64_t limit = o_.vocab_limit > 0 ? std::min<std::int64_t>(vocab, o_.vocab_limit)
+                                                : vocab;
+  if (o_.eos_id >= limit)
+    throw Error("stag::BeamSearch: eos id " + std::to_string(o_.eos_id) + " is outside the " +
+                std::to_string(limit) + " ids decoded");
+  const std::size_t k = static_cast<std::size_t>(o_.beam_size);
+  std::vector<Beam> beams(rows());
+  std::vector<std::int32_t> tokens(rows(), o_.eos_id), parents(rows());
+  std::vector<char> live(rows(), 0);
+  for (std::size_t r = 0; r < rows(); ++r) parents[r] = static_cast<std::int32_t>(r);
+
+  struct Candidate {
+    double log_prob;
+    std::size_t row;
+    std::int32_t id;
+  };
+  std::vector<Candidate> cands;
+  std::vector<double> logp;
+  for (std::size_t item = 0; item < batch_; ++item) {
+    if (item_done_[item]) continue;
+    cands.clear();
+    for (std::size_t r = item * k; r < (item + 1) * k; ++r) {
+      if (!live_[r]) continue;
+      const float* x = logits.data() + r * static_cast<std::size_t>(vocab);
+      // log-softmax over the allowed ids [eos_id, limit)
+      double m = -INFINITY;
+      for (std::int64_t c = o_.eos_id; c < limit; ++c) {
+        if (std::isnan(x[c]))
+          throw Error("stag::BeamSearch: NaN in the logits of row " + std::to_string(r) +
+                      " (id " + std::to_string(c) + "): the model's output is not a number");
+        m = std::max(m, static_cast<double>(x[c]));
+      }
+      double sum = 0.0;
+      for (std::int64_t c = o_.eos_id; c < limit; ++c) sum += std::exp(x[c] - m);
+      const double lse = m + std::log(sum);
+      for (std::int64_t c = o_.eos_id; c < limit; ++c)
+        cands.push_back({beams_[r].log_prob + (x[c] - lse), r, static_cast<std::int32_t>(c)});
+    }
+    const std::size_t keep = std::min(cands.size(), 2 * k);
+    std::partial_sort(cands.begin(), cands.begin() + static_cast<std::ptrdiff_t>(keep), cands.end(),
+                      [](const Candidate& a, const Candidate& b) {
+                        if (a.log_prob != b.log_prob) return a.log_prob > b.log_prob;
+                        if (a.row != b.row) return a.row < b.row;
+                        return a.id < b.id;
+                      });
+    std::size_t next = 0;
+    for (std::size_t rank = 0; rank < keep && next < k; ++rank) {
+      const Candidate& c = cands[rank];
+      const Beam& from = beams_[c.row];
+      if (c.id == o_.eos_id) {
+        if (rank < k)
+          add_finished(item, {from.ids, c.log_prob, rank_score(c.log_prob, from.ids.size() + 1),
+                              true});
+        continue;
+      }
+      const std::size_t r = item * k + next++;
+      beams[r].ids = from.ids;
+      beams[r].ids.push_back(c.id);
+      beams[r].log_prob = c.log_prob;
+      tokens[r] = c.id;
+      parents[r] = static_cast<std::int32_t>(c.row);
+      live[r] = 1;
+    }
+    bool is_done = next == 0;
+    if (!is_done && finished_[item].size() >= k) {
+      if (o_.early_stop) {
+        is_done = true;
+      } else {
+        double best_live = -INFINITY;
+        for (std::size_t r = item * k; r < item * k + next; ++r)
+          best_live = std::max(best_live, rank_score(beams[r].log_prob, beams[r].ids.size()));
+        is_done = best_live <= finished_[item].back().score;
+      }
+    }
+    if (!is_done && step_ + 1 >= o_.max_new) {
+      for (std::size_t r = item * k; r < item * k + next; ++r)
+        add_finished(item, {beams[r].ids, beams[r].log_prob,
+                            rank_score(beams[r].log_prob, beams[r].ids.size()), false});
+      is_done = true;
+    }
+    if (is_done) {
+      item_done_[item] = 1;
+      for (std::size_t r = item * k; r < (item + 1) * k; ++r) live[r] = 0;
+    }
+  }
+  beams_ = std::move(beams);
+  tokens_ = std::move(tokens);
+  parents_ = std::move(parents);
+  live_ = std::move(live);
+  ++step_;
+}
+
+std::vector<std::vector<Hypothesis>> BeamSearch::results() const {
+  const std::size_t k = static_cast<std::size_t>(o_.beam_size);
+  std::vector<std::vector<Hypothesis>> out(batch_);
+  for (std::size_t item = 0; item < batch_; ++item) {
+    std::vector<Hypothesis> all = finished_[item];
+    for (std::size_t r = item * k; r < (item + 1) * k; ++r)
+      if (live_[r] && !item_done_[item])
+        all.push_back({beams_[r].ids, beams_[r].log_prob,
+                       rank_score(beams_[r].log_prob, beams_[r].ids.size()), false});
+    std::stable_sort(all.begin(), all.end(),
+                     [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
+    if (all.size() > static_cast<std::size_t>(o_.n_best))
+      all.resize(static_cast<std::size_t>(o_.n_best));
+    out[item] = std::move(all);
+  }
+  return out;
+}
+
+}  // namespace stag

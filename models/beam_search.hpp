@@ -1,0 +1,85 @@
+// Beam search over any model that scores a next token per row: the search keeps `beam_size`
+// hypotheses per batch item in rows item * beam_size + j, and after each step says which row
+// each new hypothesis continues (parents(), to reorder a cache by) and which token it feeds
+// next (tokens()). The caller runs its model on tokens() at the rows that are live() and
+// hands back the logits of every row. Used by Seq2SeqGenerator (models/seq2seq_generator.hpp);
+// a language model uses it the same way over its decode step.
+//
+// The rules (those of fairseq and Hugging Face's BeamSearchScorer):
+// - Scores: a hypothesis' log-probability is the sum of its tokens' log-softmax over the
+//   allowed ids ([eos_id, vocab_limit): ids below <eos>, padding and <bos>, are never
+//   produced); it ranks by log_prob / length^length_penalty, the length counting <eos>
+//   (length_penalty 0: the plain sum, which favours short outputs; 1: the mean).
+// - Each step ranks the 2 * beam_size best continuations of the item's live hypotheses. An
+//   <eos> among the first beam_size of them ends a hypothesis (it joins the finished ones,
+//   at most beam_size kept, best first); the first beam_size others live on.
+// - An item is done when beam_size hypotheses have finished (early_stop), or, without
+//   early_stop, when no live one can still rank above the worst finished one at its current
+//   length; at max_new steps the live ones are added as they are (not finished).
+// - Ties go to the lower row, then the lower id; with beam_size 1 the search is greedy
+//   decoding (the argmax at each step, up to the first <eos>).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace stag {
+
+struct BeamSearchOptions {
+  int beam_size = 4;
+  int n_best = 1;               // hypotheses returned per item, best first (<= beam_size)
+  double length_penalty = 1.0;  // rank by log_prob / length^length_penalty
+  int max_new = 64;             // tokens per hypothesis at most, <eos> included
+  bool early_stop = true;       // stop an item at beam_size finished hypotheses
+  std::int32_t bos_id = 2, eos_id = 3;  // data::kBosId, data::kEosId
+  std::int32_t vocab_limit = 0;         // ids from here up are never produced; 0: all
+};
+
+struct Hypothesis {
+  std::vector<std::int32_t> ids;  // without <bos> and <eos>
+  double log_prob = 0.0;          // of the ids and, when finished, of <eos>
+  double score = 0.0;             // log_prob / length^length_penalty
+  bool finished = false;          // ended with <eos> (not cut at max_new)
+};
+
+class BeamSearch {
+ public:
+  // stag::Error on beam_size < 1, n_best outside [1, beam_size], max_new < 1, batch 0.
+  BeamSearch(std::size_t batch, const BeamSearchOptions& options);
+
+  std::size_t batch() const { return batch_; }
+  std::size_t rows() const { return batch_ * static_cast<std::size_t>(o_.beam_size); }
+  int step() const { return step_; }  // steps taken; the next tokens sit at this position
+  // Per row: the token to feed next (<bos> at first), whether the row carries a live hypothesis
+  // (a dead row's logits are ignored; feed it as inactive), and after advance() the row of
+  // the previous step that it continues (reorder per-row state such as a cache by it).
+  const std::vector<std::int32_t>& tokens() const { return tokens_; }
+  const std::vector<char>& live() const { return live_; }
+  const std::vector<std::int32_t>& parents() const { return parents_; }
+  bool done() const;
+
+  // The logits [rows(), vocab] of the last fed tokens (row-major; dead rows may hold anything).
+  void advance(std::span<const float> logits, std::int64_t vocab);
+
+  // n_best hypotheses per item, best first. Live hypotheses of unfinished items count.
+  std::vector<std::vector<Hypothesis>> results() const;
+
+ private:
+  struct Beam {
+    std::vector<std::int32_t> ids;
+    double log_prob = 0.0;
+  };
+  double rank_score(double log_prob, std::size_t length) const;
+  void add_finished(std::size_t item, Hypothesis h);
+
+  BeamSearchOptions o_;
+  std::size_t batch_ = 0;
+  int step_ = 0;
+  std::vector<Beam> beams_;  // per row
+  std::vector<std::int32_t> tokens_, parents_;
+  std::vector<char> live_, item_done_;
+  std::vector<std::vector<Hypothesis>> finished_;  // per item, best first, <= beam_size
+};
+
+}  // namespace stag

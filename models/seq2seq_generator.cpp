@@ -1,0 +1,214 @@
+// Seq2SeqGenerator (see seq2seq_generator.hpp): an encode session reused across batches, a
+// decode session per (rows, cache length, source length), the memory copied in once per batch.
+#include <algorithm>
+#include <cstring>
+
+#include <stag/models/data/batch.hpp>
+#include <stag/models/seq2seq_generator.hpp>
+
+namespace stag {
+namespace {
+
+// Every parameter (not state) of the session's graph must come from `weights`.
+void check_weights(const Session& s, const NamedArrays& weights, const char* which) {
+  std::vector<std::string> missing;
+  for (const auto& [name, a] : s.params()) {
+    const int n = s.graph().find(name);
+    if (n >= 0 && (s.graph().node(n).flags & kFlagParam) && !weights.count(name))
+      missing.push_back(name);
+  }
+  if (!missing.empty())
+    throw Error("stag::Seq2SeqGenerator: no weights for " + std::to_string(missing.size()) +
+                " parameter(s) of the " + which + " graph, e.g. '" + missing.front() +
+                "' (is this a checkpoint of this encoder-decoder model?)");
+}
+
+}  // namespace
+
+Seq2SeqGenerator::Seq2SeqGenerator(const Seq2SeqGraphs& graphs, NamedArrays weights,
+                                   Seq2SeqGeneratorOptions options)
+    : graphs_(graphs), weights_(std::move(weights)), opts_(options) {
+  if (opts_.batch_rows == 0) throw Error("stag::Seq2SeqGenerator: batch_rows must be positive");
+  for (int l = 0; l < graphs_.dec_layers; ++l) {
+    const std::string layer = "decoder." + std::to_string(l);
+    memory_names_.push_back(layer + ".cross_attn.k_memory");
+    memory_names_.push_back(layer + ".cross_attn.v_memory");
+    cache_names_.push_back(layer + ".self_attn.k_cache");
+    cache_names_.push_back(layer + ".self_attn.v_cache");
+  }
+  SessionOptions so;
+  so.threads = opts_.threads;
+  so.schedule = opts_.schedule;
+  so.keep = memory_names_;
+  so.shared_params = weights_;
+  encode_ = std::make_unique<Session>(graphs_.encode, so);
+  check_weights(*encode_, weights_, "encode");
+}
+
+Seq2SeqGenerator::~Seq2SeqGenerator() = default;
+
+void Seq2SeqGenerator::encode(const Array& src, const Array& src_keep, std::int64_t copies,
+                              std::int64_t max_len) {
+  if (src.rank() != 2 || src_keep.dims() != src.dims() || src.dtype() != DType::i32 ||
+      src_keep.dtype() != DType::boolean)
+    throw Error("stag::Seq2SeqGenerator::encode: expected src [B, S] i32 and src_keep [B, S] "
+                "bool, got " +
+                src.describe() + " and " + src_keep.describe());
+  if (copies < 1 || max_len < 1)
+    throw Error("stag::Seq2SeqGenerator::encode: copies and max_len must be at least 1");
+  const std::int64_t b = src.dim(0), s = src.dim(1);
+  for (std::int64_t i = 0; i < src.numel(); ++i) {
+    const std::int32_t id = src.data<std::int32_t>()[i];
+    if (src_keep.data<bool>()[i] && (id < 0 || id >= graphs_.src_vocab))
+      throw Error("stag::Seq2SeqGenerator: source row " + std::to_string(i / s) + " has id " +
+                  std::to_string(id) + ", outside the source vocabulary of " +
+                  std::to_string(graphs_.src_vocab));
+  }
+  encode_->set_inputs({{"src", src}, {"src_keep", src_keep}});
+  encode_->run();
+
+  const std::int64_t rows = b * copies;
+  if (!decode_ || rows != rows_ || max_len != max_len_ || s != src_len_) {
+    decode_.reset();  // the old caches go before the new ones are made
+    SessionOptions so;
+    so.threads = opts_.threads;
+    so.schedule = opts_.schedule;
+    so.dims = {{"batch", rows}, {"max_len", max_len}, {"src_seq", s}};
+    so.shared_params = weights_;
+    decode_ = std::make_unique<Session>(graphs_.decode, so);
+    check_weights(*decode_, weights_, "decode-step");
+    rows_ = rows;
+    max_len_ = max_len;
+    src_len_ = s;
+  }
+  // Decoder row r reads source r / copies: its memory and its padding mask.
+  for (const std::string& name : memory_names_) {
+    const Array m = encode_->get(name);  // [B, H, S, Dh]
+    Array dst = decode_->params().at(name);  // [rows, H, S, Dh], shares the session's storage
+    const std::size_t row_bytes = m.bytes() / static_cast<std::size_t>(b);
+    for (std::int64_t r = 0; r < rows; ++r)
+      std::memcpy(static_cast<std::byte*>(dst.raw()) + static_cast<std::size_t>(r) * row_bytes,
+                  static_cast<const std::byte*>(m.raw()) +
+                      static_cast<std::size_t>(r / copies) * row_bytes,
+                  row_bytes);
+  }
+  src_keep_ = Array(DType::boolean, {rows, s});
+  for (std::int64_t r = 0; r < rows; ++r)
+    std::memcpy(src_keep_.data<bool>() + r * s, src_keep.data<bool>() + (r / copies) * s,
+                static_cast<std::size_t>(s) * sizeof(bool));
+}
+
+Array Seq2SeqGenerator::step(const Array& ids, std::span<const std::int32_t> pos) {
+  if (!decode_) throw Error("stag::Seq2SeqGenerator::step: encode the sources first");
+  if (ids.rank() != 2 || ids.dim(0) != rows_ || ids.dtype() != DType::i32 ||
+      static_cast<std::int64_t>(pos.size()) != rows_)
+    throw Error("stag::Seq2SeqGenerator::step: expected ids [" + std::to_string(rows_) +
+                ", chunk] i32 and " + std::to_string(rows_) + " positions, got " +
+                ids.describe() + " and " + std::to_string(pos.size()));
+  const std::int64_t chunk = ids.dim(1);
+  for (std::int64_t r = 0; r < rows_; ++r) {
+    const std::int32_t p = pos[static_cast<std::size_t>(r)];
+    if (p < -1 || (p >= 0 && p + chunk > max_len_))
+      throw Error("stag::Seq2SeqGenerator::step: row " + std::to_string(r) + " at position " +
+                  std::to_string(p) + " with " + std::to_string(chunk) +
+                  " tokens does not fit the cache of " + std::to_string(max_len_));
+    for (std::int64_t j = 0; p >= 0 && j < chunk; ++j) {
+      const std::int32_t id = ids.data<std::int32_t>()[r * chunk + j];
+      if (id < 0 || id >= graphs_.tgt_vocab)
+        throw Error("stag::Seq2SeqGenerator::step: row " + std::to_string(r) + " has id " +
+                    std::to_string(id) + ", outside the target vocabulary of " +
+                    std::to_string(graphs_.tgt_vocab));
+    }
+  }
+  decode_->set_inputs({{"ids", ids},
+                       {"pos", Array::from_vector<std::int32_t>(
+                                   {rows_}, std::vector<std::int32_t>(pos.begin(), pos.end()))},
+                       {"src_keep", src_keep_}});
+  decode_->run();
+  return decode_->get("logits");
+}
+
+void Seq2SeqGenerator::reorder(std::span<const std::int32_t> parents, std::int64_t positions) {
+  if (!decode_ || static_cast<std::int64_t>(parents.size()) != rows_)
+    throw Error("stag::Seq2SeqGenerator::reorder: one parent row per decoder row");
+  bool identity = true;
+  for (std::int64_t r = 0; r < rows_; ++r) {
+    const std::int32_t p = parents[static_cast<std::size_t>(r)];
+    if (p < 0 || p >= rows_) throw Error("stag::Seq2SeqGenerator::reorder: parent out of range");
+    identity = identity && p == r;
+  }
+  if (identity) return;
+  positions = std::clamp<std::int64_t>(positions, 0, max_len_);
+  std::vector<std::byte> scratch;
+  for (const std::string& name : cache_names_) {
+    Array cache = decode_->params().at(name);  // [rows, H, max_len, Dh], shared storage
+    const std::int64_t heads = cache.dim(1), dh = cache.dim(3);
+    const std::size_t es = dtype_size(cache.dtype());
+    const std::size_t run = static_cast<std::size_t>(positions * dh) * es;  // per (row, head)
+    const std::size_t head_stride = static_cast<std::size_t>(max_len_ * dh) * es;
+    // Gather the written positions of every row, then scatter them to their new rows.
+    scratch.resize(static_cast<std::size_t>(rows_ * heads) * run);
+    auto* base = static_cast<std::byte*>(cache.raw());
+    for (std::int64_t r = 0; r < rows_; ++r)
+      for (std::int64_t h = 0; h < heads; ++h)
+        std::memcpy(scratch.data() + static_cast<std::size_t>(r * heads + h) * run,
+                    base + static_cast<std::size_t>(r * heads + h) * head_stride, run);
+    for (std::int64_t r = 0; r < rows_; ++r) {
+      const std::int64_t p = parents[static_cast<std::size_t>(r)];
+      if (p == r) continue;
+      for (std::int64_t h = 0; h < heads; ++h)
+        std::memcpy(base + static_cast<std::size_t>(r * heads + h) * head_stride,
+                    scratch.data() + static_cast<std::size_t>(p * heads + h) * run, run);
+    }
+  }
+}
+
+std::vector<std::vector<Hypothesis>> Seq2SeqGenerator::generate(
+    const std::vector<std::vector<std::int32_t>>& sources, std::span<const std::size_t> rows,
+    const Seq2SeqGenerateOptions& o) {
+  if (rows.empty()) throw Error("stag::Seq2SeqGenerator: no rows to decode");
+  if (o.max_new < 0 || o.max_src_len < 0)
+    throw Error("stag::Seq2SeqGenerator: max_new and max_src_len must not be negative");
+  for (std::size_t r : rows)
+    if (r < sources.size() && sources[r].empty())
+      throw Error("stag::Seq2SeqGenerator: source " + std::to_string(r) +
+                  " is empty (nothing to translate)");
+  std::vector<std::vector<Hypothesis>> out;
+  out.reserve(rows.size());
+  const std::int64_t k = o.search.beam_size;
+  for (std::size_t at = 0; at < rows.size(); at += opts_.batch_rows) {
+    const std::span<const std::size_t> part =
+        rows.subspan(at, std::min(opts_.batch_rows, rows.size() - at));
+    // pad_batch refuses rows out of range, naming the index. Sources are padded to a multiple
+    // of 8 so that batches share a few decode sessions.
+    const data::PaddedIds src =
+        data::pad_batch(sources, part, {.max_len = o.max_src_len, .multiple_of = 8});
+    BeamSearchOptions so = o.search;
+    so.max_new = static_cast<int>(o.max_new > 0 ? o.max_new : src.ids.dim(1) + 6);
+    BeamSearch search(part.size(), so);  // checks the options before any work
+    encode(src.ids, src.keep, k, so.max_new);
+    std::vector<std::int32_t> pos(static_cast<std::size_t>(rows_));
+    while (!search.done()) {
+      for (std::size_t r = 0; r < pos.size(); ++r)
+        pos[r] = search.live()[r] ? search.step() : -1;
+      const Array logits = step(
+          Array::from_vector<std::int32_t>({rows_, 1}, search.tokens()), pos);  // [R, 1, V]
+      search.advance({logits.data<float>(), static_cast<std::size_t>(logits.numel())},
+                     logits.dim(2));
+      if (!search.done()) reorder(search.parents(), search.step());
+    }
+    for (std::vector<Hypothesis>& h : search.results()) out.push_back(std::move(h));
+  }
+  return out;
+}
+
+std::vector<std::vector<std::int32_t>> Seq2SeqGenerator::generate_ids(
+    const std::vector<std::vector<std::int32_t>>& sources, std::span<const std::size_t> rows,
+    const Seq2SeqGenerateOptions& options) {
+  std::vector<std::vector<std::int32_t>> out;
+  for (std::vector<Hypothesis>& h : generate(sources, rows, options))
+    out.push_back(h.empty() ? std::vector<std::int32_t>{} : std::move(h.front().ids));
+  return out;
+}
+
+}  // namespace stag
