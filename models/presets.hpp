@@ -46,7 +46,21 @@ inline constexpr TransformerConfig kG2pSmall{.src_vocab = 64,
                                              .enc_layers = 2,
                                              .dec_layers = 2,
                                              .dropout = 0.1,
+                                             .label_smoothing = 0.1,
                                              .pre_norm = true};
+// stag-train seq2seq: characters to characters (a user's tab-separated pairs), up to 252
+// distinct characters per side besides the four special ids.
+inline constexpr TransformerConfig kTextSeq2SeqSmall{.src_vocab = 256,
+                                                     .tgt_vocab = 256,
+                                                     .shared_vocab = false,
+                                                     .d_model = 128,
+                                                     .heads = 4,
+                                                     .d_ff = 512,
+                                                     .enc_layers = 2,
+                                                     .dec_layers = 2,
+                                                     .dropout = 0.1,
+                                                     .label_smoothing = 0.1,
+                                                     .pre_norm = true};
 
 template <class Config>
 struct TaskPreset {
@@ -69,6 +83,9 @@ inline constexpr std::array<TaskPreset<LmConfig>, 2> kLmTrainPresets{{
 }};
 inline constexpr std::array<TaskPreset<TransformerConfig>, 1> kSeq2SeqPresets{{
     {"small", &kG2pSmall, "letters to phonemes (CMUdict)"},
+}};
+inline constexpr std::array<TaskPreset<TransformerConfig>, 1> kTextSeq2SeqPresets{{
+    {"small", &kTextSeq2SeqSmall, "characters to characters (tab-separated pairs)"},
 }};
 
 // Calls `f.template operator()<*table[i].config>()` for the preset named `name` and returns its

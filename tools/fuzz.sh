@@ -19,6 +19,8 @@ fi
 if [ ! -f "$build/CMakeCache.txt" ]; then
   CXX=clang++ cmake -S "$STAG_ROOT" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTAG_FUZZ=ON \
     -DSTAG_BUILD_TESTS=OFF -DSTAG_BUILD_APPS=OFF -DSTAG_NATIVE=OFF >/dev/null
+else
+  cmake "$build" >/dev/null  # a target added since the last configure needs its rules
 fi
 cmake --build "$build" -j"$(nproc)" --target $(printf 'fuzz_%s ' "${targets[@]}")
 status=0

@@ -238,6 +238,8 @@ std::vector<std::pair<std::string, std::string>> list_presets(Task task) {
       return describe_presets(kLmTrainPresets);
     case Task::g2p:
       return describe_presets(kSeq2SeqPresets);
+    case Task::seq2seq:
+      return describe_presets(kTextSeq2SeqPresets);
   }
   return {};
 }

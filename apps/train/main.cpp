@@ -3,6 +3,7 @@
 //   stag-train lm [flags]           a minimind-style language model (fortunes, characters or BPE)
 //   stag-train g2p [flags]          an encoder-decoder Transformer from letters to phonemes
 //   (CMUdict)
+//   stag-train seq2seq --data F.tsv the same model on a user's source<TAB>target pairs
 // Every run-time setting is a flag (see --help of each task); model dims are compiled presets.
 #include <cstdio>
 #include <cstring>
@@ -24,11 +25,12 @@ int run(int argc, char** argv) {
   // No task named: classify (so that `stag-train --epochs 3` and ./run.sh work).
   std::vector<std::string> args(argv + 1, argv + argc);
   const bool named =
-      !args.empty() && (args[0] == "classify" || args[0] == "lm" || args[0] == "g2p");
+      !args.empty() &&
+      (args[0] == "classify" || args[0] == "lm" || args[0] == "g2p" || args[0] == "seq2seq");
   const bool top_help = !args.empty() && (args[0] == "-h" || args[0] == "--help");
   if (!named && !top_help) args.insert(args.begin(), "classify");
 
-  CLI::App app{"stag-train: trains stag's models on real data (tasks: classify, lm, g2p)"};
+  CLI::App app{"stag-train: trains stag's models on real data (tasks: classify, lm, g2p, seq2seq)"};
   app.require_subcommand(1);
   struct Sub {
     Task task;
@@ -37,11 +39,14 @@ int run(int argc, char** argv) {
   };
   std::vector<Sub> subs = {{Task::classify, defaults_for(Task::classify)},
                            {Task::lm, defaults_for(Task::lm)},
-                           {Task::g2p, defaults_for(Task::g2p)}};
+                           {Task::g2p, defaults_for(Task::g2p)},
+                           {Task::seq2seq, defaults_for(Task::seq2seq)}};
   const char* about[] = {
       "Train the text classifier (prints val_accuracy, test_accuracy, baseline_accuracy)",
       "Train a language model (prints val_bpc, test_bpc, unigram_bpc)",
-      "Train a grapheme-to-phoneme Transformer (prints test_per, test_wer)"};
+      "Train a grapheme-to-phoneme Transformer (prints test_per, test_wer)",
+      "Train a Transformer on your own source<TAB>target pairs (prints test_exact_match, "
+      "test_cer, test_chrf and the copy-the-source baseline)"};
   std::vector<CLI::App*> cmds;
   for (std::size_t i = 0; i < subs.size(); ++i) {
     CLI::App* c = app.add_subcommand(task_name(subs[i].task), about[i]);
@@ -77,6 +82,8 @@ int run(int argc, char** argv) {
         return run_lm(ctx);
       case Task::g2p:
         return run_g2p(ctx);
+      case Task::seq2seq:
+        return run_seq2seq(ctx);
     }
   }
   return 2;

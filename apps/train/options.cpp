@@ -1,5 +1,6 @@
 // stag-train's defaults per task (measured to fit the time budgets in docs/training.md), the
 // help text of each flag, and the checks of their values.
+#include <cmath>
 #include <map>
 
 #include <stag/ops/kernel.hpp>
@@ -16,6 +17,8 @@ const char* task_name(Task t) {
       return "lm";
     case Task::g2p:
       return "g2p";
+    case Task::seq2seq:
+      return "seq2seq";
   }
   return "?";
 }
@@ -46,6 +49,8 @@ RunOptions defaults_for(Task task) {
   o.eval_limit = 0;
   o.test_limit = 0;
   o.checkpoint_every = 0;
+  o.beam = task == Task::g2p || task == Task::seq2seq ? 4 : 1;
+  o.length_penalty = 1.0;
   o.keep_best = task == Task::classify;
   o.eval_only = false;
   o.progress = "auto";
@@ -90,6 +95,18 @@ RunOptions defaults_for(Task task) {
       o.weight_decay = 0.01;
       o.eval_limit = 2000;
       break;
+    case Task::seq2seq:
+      o.data = "";  // the user's file
+      o.model = "small";
+      o.tokenizer = "char";
+      o.max_len = 64;
+      o.epochs = 20;
+      o.batch_size = 64;
+      o.lr = 2e-3;
+      o.warmup = 200;
+      o.weight_decay = 0.01;
+      o.eval_limit = 1000;
+      break;
   }
   return o;
 }
@@ -97,7 +114,8 @@ RunOptions defaults_for(Task task) {
 const char* help_for(const std::string& field) {
   static const std::map<std::string, const char*> help = {
       {"data",
-       "Data set: classify: sentiment, spam, langid, zh; lm: fortunes, pydoc; g2p: cmudict"},
+       "Data set: classify: sentiment, spam, langid, zh; lm: fortunes, pydoc; g2p: cmudict; "
+       "seq2seq: a tab-separated file of source<TAB>target lines"},
       {"model", "Compiled model preset (dims are compile-time in stag; --list-models shows them)"},
       {"tokenizer",
        "char (one id per character), bpe (byte-level BPE learnt on the training split) or, for "
@@ -149,6 +167,12 @@ const char* help_for(const std::string& field) {
        "Final evaluation on at most N examples (LM: windows) of the validation and test splits (0: "
        "all, as reported in docs/training.md): smoke tests"},
       {"checkpoint_every", "Save a checkpoint every N steps (0: only at the end)"},
+      {"beam",
+       "g2p, seq2seq: beam width of the final decoding of the validation and test words (1: greedy; "
+       "cached decode steps either way)"},
+      {"length_penalty",
+       "g2p, seq2seq: beam hypotheses rank by log-probability / length^this (0: the plain sum, which "
+       "favours short outputs; 1: the mean per token)"},
       {"out", "The run's folder: checkpoint, metrics, tokenizer"},
       {"keep_best",
        "Keep the weights of the best validation evaluation in <out>/best.safetensors and report "
@@ -199,6 +223,11 @@ void validate(const RunOptions& o, Task task) {
     case Task::g2p:
       one_of("data", o.data, {"cmudict"});
       break;
+    case Task::seq2seq:
+      if (o.data.empty())
+        fail("data", "give the tab-separated source<TAB>target file to learn (--data FILE.tsv)");
+      if (o.tokenizer != "char") fail("tokenizer", "seq2seq reads characters (char) only");
+      break;
   }
   if (task == Task::classify)
     one_of("tokenizer", o.tokenizer, {"char", "bpe", "word"});
@@ -236,6 +265,9 @@ void validate(const RunOptions& o, Task task) {
     fail(o.pretrain_steps > 0 ? "pretrain-steps" : "init-from", "only classify pretrains");
   if (o.pretrain_steps > 0 && !o.init_from.empty())
     fail("init-from", "give either --init-from or --pretrain-steps, not both");
+  if (o.beam < 1 || o.beam > 64) fail("beam", "must be between 1 and 64");
+  if (!std::isfinite(o.length_penalty) || o.length_penalty < 0)
+    fail("length-penalty", "must be a finite number >= 0");
   if (o.bpe_vocab < 260) fail("bpe-vocab", "must be at least 260 (4 special ids and 256 bytes)");
 }
 

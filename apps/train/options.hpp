@@ -13,7 +13,7 @@
 
 namespace stag::train_app {
 
-enum class Task { classify, lm, g2p };
+enum class Task { classify, lm, g2p, seq2seq };
 
 // Hana reflects at most 39 members per struct, so the settings come in two reflected parts;
 // RunOptions has both (for_each_field below visits them in order).
@@ -58,6 +58,8 @@ struct OutputOptions {
       (std::int64_t, eval_limit),        // evaluate on at most N examples per split (0: all)
       (std::int64_t, test_limit),        // final val/test evaluation on at most N examples (0: all)
       (std::int64_t, checkpoint_every),  // steps (0: only at the end)
+      (std::int64_t, beam),              // g2p, seq2seq: beam width of the test decoding
+      (double, length_penalty),          // beam hypotheses rank by log p / length^this
       (bool, keep_best),                 // keep <out>/best.safetensors and report its metrics
       (std::string, out),                // the run's folder (checkpoint, metrics, tokenizer)
       (std::string, save),               // the checkpoint path (default: <out>/model.safetensors)

@@ -9,6 +9,7 @@ namespace stag::train_app {
 int run_classify(RunContext& ctx);
 int run_lm(RunContext& ctx);
 int run_g2p(RunContext& ctx);
+int run_seq2seq(RunContext& ctx);
 
 // Preset names and one-line descriptions per task, for --list-models.
 std::vector<std::pair<std::string, std::string>> list_presets(Task task);
