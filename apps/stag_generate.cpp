@@ -1,11 +1,16 @@
 // stag-generate: samples text from a trained language model checkpoint (language_model<C> with
 // a compiled-in config, see models/lm_presets.hpp), with a key/value cache, and reports the
 // prefill and decode speed. The text is printed as it is sampled (GenerateOptions::on_token).
+// With an encoder-decoder checkpoint (stag-train g2p or seq2seq) it translates instead: each
+// line of stdin (or --prompt, --prompt-file) through stag::Translator, greedy or beam search.
 // To add an option, add a flag here and a field in GenerateOptions.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <iterator>
+#include <sstream>
 #include <string>
 
 #include <unistd.h>
@@ -13,6 +18,7 @@
 #include <CLI/CLI.hpp>
 
 #include <stag/models/generator.hpp>
+#include <stag/models/translator.hpp>
 #include <stag/ops/random.hpp>
 #include <stag/runtime/params.hpp>
 
@@ -60,6 +66,39 @@ int bench_random(const std::string& name, int prompt_tokens, stag::GenerateOptio
   return 0;
 }
 
+// Translation mode: every line of `lines` through an encoder-decoder checkpoint (stag-train g2p
+// or seq2seq), the outputs on stdout, one line per input line (n-best: "line<TAB>rank<TAB>
+// score<TAB>text" lines), the speed on stderr.
+int translate(const std::string& checkpoint, const std::vector<std::string>& lines,
+              const stag::Seq2SeqGenerateOptions& o, int threads, bool allow_nonfinite) {
+  const auto t0 = std::chrono::steady_clock::now();
+  stag::Translator tr(checkpoint, {.threads = threads, .allow_nonfinite = allow_nonfinite});
+  const auto t1 = std::chrono::steady_clock::now();
+  const auto out = tr.translate(lines, o);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  std::size_t empty = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (out[i].empty()) ++empty;
+    if (o.search.n_best == 1) {
+      std::printf("%s\n", out[i].empty() ? "" : out[i][0].text.c_str());
+      continue;
+    }
+    for (std::size_t k = 0; k < out[i].size(); ++k)
+      std::printf("%zu\t%zu\t%.4f\t%s\n", i + 1, k + 1, out[i][k].score, out[i][k].text.c_str());
+  }
+  std::fflush(stdout);
+  if (empty > 0)
+    std::fprintf(stderr,
+                 "stag-generate: %zu empty line(s) (no character the model knows) left empty\n",
+                 empty);
+  std::fprintf(stderr,
+               "---\nmodel: %s %s, beam %d; %zu lines in %.3f s (%.1f lines/s), load %.2f s\n",
+               tr.task().c_str(), tr.preset().c_str(), o.search.beam_size, lines.size(), secs,
+               secs > 0 ? static_cast<double>(lines.size()) / secs : 0.0,
+               std::chrono::duration<double>(t1 - t0).count());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -72,7 +111,10 @@ int main(int argc, char** argv) {
     setenv("OMP_WAIT_POLICY", "passive", 0);
     execv("/proc/self/exe", argv);  // returns only on failure: then run as we are
   }
-  CLI::App app{"stag-generate: sample text from a trained stag language model"};
+  CLI::App app{
+      "stag-generate: sample text from a trained stag language model, or translate lines "
+      "(stdin, --prompt or --prompt-file) with an encoder-decoder checkpoint (stag-train g2p, "
+      "seq2seq)"};
   std::string checkpoint, prompt, prompt_file, tokenizer, schedule = "sequential";
   stag::GenerateOptions o;
   o.max_new_tokens = 200;
@@ -116,6 +158,16 @@ int main(int argc, char** argv) {
   app.add_option("--prompt-tokens", prompt_tokens,
                  "benchmark: random prompt length with --random-weights")
       ->check(CLI::PositiveNumber);
+  stag::Seq2SeqGenerateOptions so;
+  app.add_option("--beam", so.search.beam_size,
+                 "encoder-decoder checkpoints: beam width (1: greedy)")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--n-best", so.search.n_best,
+                 "encoder-decoder checkpoints: outputs per line, best first (at most --beam)")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--length-penalty", so.search.length_penalty,
+                 "encoder-decoder checkpoints: rank by log p / length^this")
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
 
   if (list) {
@@ -145,6 +197,19 @@ int main(int argc, char** argv) {
     prompt.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
   try {
+    const std::string task = stag::Translator::task_of(checkpoint);
+    if (task == "g2p" || task == "seq2seq") {
+      // Lines to translate: --prompt, --prompt-file, or stdin.
+      std::vector<std::string> lines;
+      std::istringstream given(prompt);
+      std::istream& in = !prompt.empty() ? static_cast<std::istream&>(given) : std::cin;
+      for (std::string line; std::getline(in, line);) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        lines.push_back(line);
+      }
+      so.max_new = app.count("--max-new-tokens") ? o.max_new_tokens : 0;
+      return translate(checkpoint, lines, so, threads, allow_nonfinite);
+    }
     stag::GeneratorOptions go;
     go.threads = threads;
     go.max_len = max_len;

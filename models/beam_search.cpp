@@ -17,8 +17,9 @@ BeamSearch::BeamSearch(std::size_t batch, const BeamSearchOptions& o) : o_(o), b
                 std::to_string(o.n_best) + " for beam_size " + std::to_string(o.beam_size));
   if (o.max_new < 1) throw Error("stag::BeamSearch: max_new must be at least 1");
   if (o.eos_id < 0 || o.vocab_limit < 0 || !std::isfinite(o.length_penalty))
-    throw Error("stag::BeamSearch: eos_id and vocab_limit must not be negative, and "
-                "length_penalty must be finite");
+    throw Error(
+        "stag::BeamSearch: eos_id and vocab_limit must not be negative, and "
+        "length_penalty must be finite");
   const std::size_t n = rows(), k = static_cast<std::size_t>(o.beam_size);
   beams_.assign(n, Beam{});
   tokens_.assign(n, o.bos_id);
@@ -55,8 +56,8 @@ void BeamSearch::advance(std::span<const float> logits, std::int64_t vocab) {
   if (vocab < 1 || logits.size() != rows() * static_cast<std::size_t>(vocab))
     throw Error("stag::BeamSearch::advance: expected logits [" + std::to_string(rows()) + ", " +
                 std::to_string(vocab) + "], got " + std::to_string(logits.size()) + " values");
-  const std::int64_t limit = o_.vocab_limit > 0 ? std::min<std::int64_t>(vocab, o_.vocab_limit)
-                                                : vocab;
+  const std::int64_t limit =
+      o_.vocab_limit > 0 ? std::min<std::int64_t>(vocab, o_.vocab_limit) : vocab;
   if (o_.eos_id >= limit)
     throw Error("stag::BeamSearch: eos id " + std::to_string(o_.eos_id) + " is outside the " +
                 std::to_string(limit) + " ids decoded");
@@ -83,8 +84,8 @@ void BeamSearch::advance(std::span<const float> logits, std::int64_t vocab) {
       double m = -INFINITY;
       for (std::int64_t c = o_.eos_id; c < limit; ++c) {
         if (std::isnan(x[c]))
-          throw Error("stag::BeamSearch: NaN in the logits of row " + std::to_string(r) +
-                      " (id " + std::to_string(c) + "): the model's output is not a number");
+          throw Error("stag::BeamSearch: NaN in the logits of row " + std::to_string(r) + " (id " +
+                      std::to_string(c) + "): the model's output is not a number");
         m = std::max(m, static_cast<double>(x[c]));
       }
       double sum = 0.0;
@@ -106,8 +107,8 @@ void BeamSearch::advance(std::span<const float> logits, std::int64_t vocab) {
       const Beam& from = beams_[c.row];
       if (c.id == o_.eos_id) {
         if (rank < k)
-          add_finished(item, {from.ids, c.log_prob, rank_score(c.log_prob, from.ids.size() + 1),
-                              true});
+          add_finished(item,
+                       {from.ids, c.log_prob, rank_score(c.log_prob, from.ids.size() + 1), true});
         continue;
       }
       const std::size_t r = item * k + next++;

@@ -28,10 +28,10 @@ namespace stag {
 
 struct BeamSearchOptions {
   int beam_size = 4;
-  int n_best = 1;               // hypotheses returned per item, best first (<= beam_size)
-  double length_penalty = 1.0;  // rank by log_prob / length^length_penalty
-  int max_new = 64;             // tokens per hypothesis at most, <eos> included
-  bool early_stop = true;       // stop an item at beam_size finished hypotheses
+  int n_best = 1;                       // hypotheses returned per item, best first (<= beam_size)
+  double length_penalty = 1.0;          // rank by log_prob / length^length_penalty
+  int max_new = 64;                     // tokens per hypothesis at most, <eos> included
+  bool early_stop = true;               // stop an item at beam_size finished hypotheses
   std::int32_t bos_id = 2, eos_id = 3;  // data::kBosId, data::kEosId
   std::int32_t vocab_limit = 0;         // ids from here up are never produced; 0: all
 };

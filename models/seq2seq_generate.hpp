@@ -33,7 +33,7 @@ constexpr auto sinusoidal_at(Builder& g, Tensor<S, DType::i32> pos) {
   constexpr auto b = dim_at<S, 0>;
   constexpr auto t = dim_at<S, 1>;
   constexpr auto half = dim_quotient<D, 2>;
-  auto p = unsqueeze<-1>(cast<DType::f32>(pos));                                // [B, T, 1]
+  auto p = unsqueeze<-1>(cast<DType::f32>(pos));                              // [B, T, 1]
   auto i = unsqueeze<0>(unsqueeze<0>(cast<DType::f32>(positions<half>(g))));  // [1, 1, D/2]
   const double k = -2.0 * cx::log(10000.0) / static_cast<double>(dim_value<D>().coef);
   auto angle = p * exp(i * k);                                                 // [B, T, D/2]
@@ -100,8 +100,8 @@ constexpr auto cached_decoder_layer(Scope s, Tensor<S, T> y, const DecodeContext
     return layer_norm_layer(s / "norm3", y + feed_forward<Dff>(s / "ffn", y, o.act, 0.0), o.eps);
   }
   y = y + cached_self_attention<H>(s / "self_attn", layer_norm_layer(s / "norm1", y, o.eps), c);
-  y = y + memory_attention<H>(s / "cross_attn", layer_norm_layer(s / "norm2", y, o.eps),
-                              cross_keep);
+  y = y +
+      memory_attention<H>(s / "cross_attn", layer_norm_layer(s / "norm2", y, o.eps), cross_keep);
   return y + feed_forward<Dff>(s / "ffn", layer_norm_layer(s / "norm3", y, o.eps), o.act, 0.0);
 }
 

@@ -51,9 +51,10 @@ void Seq2SeqGenerator::encode(const Array& src, const Array& src_keep, std::int6
                               std::int64_t max_len) {
   if (src.rank() != 2 || src_keep.dims() != src.dims() || src.dtype() != DType::i32 ||
       src_keep.dtype() != DType::boolean)
-    throw Error("stag::Seq2SeqGenerator::encode: expected src [B, S] i32 and src_keep [B, S] "
-                "bool, got " +
-                src.describe() + " and " + src_keep.describe());
+    throw Error(
+        "stag::Seq2SeqGenerator::encode: expected src [B, S] i32 and src_keep [B, S] "
+        "bool, got " +
+        src.describe() + " and " + src_keep.describe());
   if (copies < 1 || max_len < 1)
     throw Error("stag::Seq2SeqGenerator::encode: copies and max_len must be at least 1");
   const std::int64_t b = src.dim(0), s = src.dim(1);
@@ -83,14 +84,14 @@ void Seq2SeqGenerator::encode(const Array& src, const Array& src_keep, std::int6
   }
   // Decoder row r reads source r / copies: its memory and its padding mask.
   for (const std::string& name : memory_names_) {
-    const Array m = encode_->get(name);  // [B, H, S, Dh]
+    const Array m = encode_->get(name);      // [B, H, S, Dh]
     Array dst = decode_->params().at(name);  // [rows, H, S, Dh], shares the session's storage
     const std::size_t row_bytes = m.bytes() / static_cast<std::size_t>(b);
     for (std::int64_t r = 0; r < rows; ++r)
-      std::memcpy(static_cast<std::byte*>(dst.raw()) + static_cast<std::size_t>(r) * row_bytes,
-                  static_cast<const std::byte*>(m.raw()) +
-                      static_cast<std::size_t>(r / copies) * row_bytes,
-                  row_bytes);
+      std::memcpy(
+          static_cast<std::byte*>(dst.raw()) + static_cast<std::size_t>(r) * row_bytes,
+          static_cast<const std::byte*>(m.raw()) + static_cast<std::size_t>(r / copies) * row_bytes,
+          row_bytes);
   }
   src_keep_ = Array(DType::boolean, {rows, s});
   for (std::int64_t r = 0; r < rows; ++r)
@@ -103,8 +104,8 @@ Array Seq2SeqGenerator::step(const Array& ids, std::span<const std::int32_t> pos
   if (ids.rank() != 2 || ids.dim(0) != rows_ || ids.dtype() != DType::i32 ||
       static_cast<std::int64_t>(pos.size()) != rows_)
     throw Error("stag::Seq2SeqGenerator::step: expected ids [" + std::to_string(rows_) +
-                ", chunk] i32 and " + std::to_string(rows_) + " positions, got " +
-                ids.describe() + " and " + std::to_string(pos.size()));
+                ", chunk] i32 and " + std::to_string(rows_) + " positions, got " + ids.describe() +
+                " and " + std::to_string(pos.size()));
   const std::int64_t chunk = ids.dim(1);
   for (std::int64_t r = 0; r < rows_; ++r) {
     const std::int32_t p = pos[static_cast<std::size_t>(r)];
@@ -189,10 +190,9 @@ std::vector<std::vector<Hypothesis>> Seq2SeqGenerator::generate(
     encode(src.ids, src.keep, k, so.max_new);
     std::vector<std::int32_t> pos(static_cast<std::size_t>(rows_));
     while (!search.done()) {
-      for (std::size_t r = 0; r < pos.size(); ++r)
-        pos[r] = search.live()[r] ? search.step() : -1;
-      const Array logits = step(
-          Array::from_vector<std::int32_t>({rows_, 1}, search.tokens()), pos);  // [R, 1, V]
+      for (std::size_t r = 0; r < pos.size(); ++r) pos[r] = search.live()[r] ? search.step() : -1;
+      const Array logits =
+          step(Array::from_vector<std::int32_t>({rows_, 1}, search.tokens()), pos);  // [R, 1, V]
       search.advance({logits.data<float>(), static_cast<std::size_t>(logits.numel())},
                      logits.dim(2));
       if (!search.done()) reorder(search.parents(), search.step());

@@ -57,9 +57,9 @@ class Seq2SeqGenerator {
 
   // The search's n_best hypotheses for `sources[rows[i]]`, best first. stag::Error on an empty
   // `rows`, an index out of range, an empty source or an id outside the source vocabulary.
-  std::vector<std::vector<Hypothesis>> generate(const std::vector<std::vector<std::int32_t>>& sources,
-                                                std::span<const std::size_t> rows,
-                                                const Seq2SeqGenerateOptions& options = {});
+  std::vector<std::vector<Hypothesis>> generate(
+      const std::vector<std::vector<std::int32_t>>& sources, std::span<const std::size_t> rows,
+      const Seq2SeqGenerateOptions& options = {});
   // The best hypothesis' ids per row.
   std::vector<std::vector<std::int32_t>> generate_ids(
       const std::vector<std::vector<std::int32_t>>& sources, std::span<const std::size_t> rows,

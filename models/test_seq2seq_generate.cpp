@@ -47,8 +47,11 @@ Array full_logits(Session& s, const data::PaddedIds& src,
       tk.data<bool>()[i * t + j] = true;
       to.data<std::int32_t>()[i * t + j] = -100;
     }
-  s.set_inputs(
-      {{"src", src.ids}, {"src_keep", src.keep}, {"tgt_in", ti}, {"tgt_keep", tk}, {"tgt_out", to}});
+  s.set_inputs({{"src", src.ids},
+                {"src_keep", src.keep},
+                {"tgt_in", ti},
+                {"tgt_keep", tk},
+                {"tgt_out", to}});
   s.run();
   return s.get("logits");
 }
@@ -104,8 +107,12 @@ void check_cached_equals_full(const G& graph) {
 
 TEST_CASE("cached encoder-decoder decoding gives the full forward's logits at every step",
           "[models][seq2seq_generate]") {
-  SECTION("pre-norm, separate vocabularies") { check_cached_equals_full<kPre>(tf_pre); }
-  SECTION("post-norm, shared vocabulary") { check_cached_equals_full<kPostShared>(tf_post); }
+  SECTION("pre-norm, separate vocabularies") {
+    check_cached_equals_full<kPre>(tf_pre);
+  }
+  SECTION("post-norm, shared vocabulary") {
+    check_cached_equals_full<kPostShared>(tf_post);
+  }
 }
 
 TEST_CASE("beam search with beam 1 is greedy decoding; batches decode as rows alone",
@@ -117,8 +124,8 @@ TEST_CASE("beam search with beam 1 is greedy decoding; batches decode as rows al
   const std::vector<std::size_t> rows = {0, 1, 2, 3, 4};
   const std::int32_t limit = 25;
   const auto greedy = greedy_decode_seq2seq(s, sources, rows, {.max_new = 7, .vocab_limit = limit});
-  const auto beam1 = gen.generate_ids(sources, rows,
-                                      {.search = {.beam_size = 1, .vocab_limit = limit}, .max_new = 7});
+  const auto beam1 = gen.generate_ids(
+      sources, rows, {.search = {.beam_size = 1, .vocab_limit = limit}, .max_new = 7});
   CHECK(beam1 == greedy);
 
   // Beam 3, n-best 3: the batch (in parts of 3 sources) decodes as each source alone.
@@ -154,8 +161,8 @@ struct TableModel {
   static constexpr std::int32_t kA = 4, kB = 5, kVocab = 6;
   static std::vector<double> probs(const std::vector<std::int32_t>& prefix) {
     if (prefix.empty()) return {0.1, 0.5, 0.4};
-    if (prefix.size() == 1) return prefix[0] == kA ? std::vector{0.3, 0.35, 0.35}
-                                                   : std::vector{0.9, 0.05, 0.05};
+    if (prefix.size() == 1)
+      return prefix[0] == kA ? std::vector{0.3, 0.35, 0.35} : std::vector{0.9, 0.05, 0.05};
     return {0.6, 0.2, 0.2};
   }
 };
@@ -237,8 +244,9 @@ TEST_CASE("encoder-decoder generation refuses bad input", "[models][seq2seq_gene
                         .step(Array(DType::i32, {1, 1}), std::vector<std::int32_t>{0}),
                     Catch::Contains("encode the sources first"));
   gen.encode(Array(DType::i32, {1, 2}), Array(DType::boolean, {1, 2}), 1, 4);
-  CHECK_THROWS_WITH(gen.step(Array(DType::i32, {1, 2}), std::vector<std::int32_t>{3}),
-                    Catch::Contains("row 0 at position 3 with 2 tokens does not fit the cache of 4"));
+  CHECK_THROWS_WITH(
+      gen.step(Array(DType::i32, {1, 2}), std::vector<std::int32_t>{3}),
+      Catch::Contains("row 0 at position 3 with 2 tokens does not fit the cache of 4"));
   CHECK_THROWS_WITH(
       gen.step(Array::from_vector<std::int32_t>({1, 1}, {40}), std::vector<std::int32_t>{0}),
       Catch::Contains("has id 40, outside the target vocabulary of 40"));
