@@ -210,6 +210,12 @@ int main(int argc, char** argv) {
       so.max_new = app.count("--max-new-tokens") ? o.max_new_tokens : 0;
       return translate(checkpoint, lines, so, threads, allow_nonfinite);
     }
+    for (const char* flag : {"--beam", "--n-best", "--length-penalty"})
+      if (app.count(flag))
+        throw stag::Error(std::string(flag) +
+                          " is for encoder-decoder checkpoints (g2p, seq2seq); " + checkpoint +
+                          " is a language model's, which samples (--temperature 0: "
+                          "greedy)");
     stag::GeneratorOptions go;
     go.threads = threads;
     go.max_len = max_len;

@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
     if (text_file.empty())
       docs = data::load_fortunes_corpus().documents;
     else
-      docs.push_back(data::read_file(text_file, "training text"));
+      docs.push_back(data::read_file(text_file, "training text", ""));
     const data::CharTokenizer tok = data::CharTokenizer::build(docs, 1, kLmCharTiny.vocab);
     std::vector<std::int32_t> stream;
     for (const std::string& d : docs) {

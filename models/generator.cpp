@@ -65,7 +65,7 @@ TextTokenizer TextTokenizer::from_json(std::string_view json) {
 
 TextTokenizer TextTokenizer::load(const std::string& path) {
   try {
-    return from_json(data::read_file(path, "tokeniser"));
+    return from_json(data::read_file(path, "tokeniser", ""));
   } catch (const Error& e) {
     throw Error(std::string(e.what()) + " (in " + path + ")");
   }

@@ -1,13 +1,19 @@
 // Encoder-decoder generation with caches (models/seq2seq_generator.hpp) and beam search
 // (models/beam_search.hpp): the cached decode step gives the full forward pass's logits at
 // every position, beam search with beam 1 is greedy decoding, a hand-computed beam example, a
-// batch of sources decodes as each source alone, and bad input is refused.
+// batch of sources decodes as each source alone, and bad input is refused; Translator
+// (models/translator.hpp) runs a checkpoint on text.
 #include <cmath>
 
+#include <stag/models/presets.hpp>
 #include <stag/models/seq2seq_decode.hpp>
 #include <stag/models/seq2seq_generator.hpp>
+#include <stag/models/translator.hpp>
+#include <stag/runtime/params.hpp>
+#include <stag/runtime/train/checkpoint.hpp>
 
 #include "harness.hpp"
+#include "test_files.hpp"
 
 namespace {
 using namespace stag;
@@ -259,6 +265,75 @@ TEST_CASE("encoder-decoder generation refuses bad input", "[models][seq2seq_gene
   CHECK_THROWS_WITH(Seq2SeqGenerator(seq2seq_graphs<kPre>(), partial),
                     Catch::Contains("no weights for 1 parameter(s) of the encode graph, e.g. "
                                     "'src_embed.weight'"));
+}
+
+}  // namespace
+
+// ---- Translator: a g2p checkpoint as stag-train writes it, run on text ----------------------
+
+namespace {
+using namespace stag;
+
+// The weights of kG2pSmall (random), saved with a config of task g2p.
+std::string g2p_checkpoint(const th::TempDir& dir, const std::string& name, const std::string& task,
+                           int d_model, bool with_letters = true) {
+  const Seq2SeqGraphs gr = seq2seq_graphs<kG2pSmall>();
+  NamedArrays w;
+  for (const GraphView* g : {&gr.encode, &gr.decode})
+    for (auto& [k, a] : make_params(*g, {{"batch", 1}, {"max_len", 1}, {"src_seq", 1}}, 4)) {
+      const int n = g->find(k);
+      if (n >= 0 && (g->node(n).flags & kFlagParam)) w.emplace(k, a);
+    }
+  const std::vector<std::string> words = {"stag", "graph", "cat"};
+  std::string config = R"({"format": "stag-train/1", "task": ")" + task +
+                       R"(", "preset": "small", "model": {"d_model": )" + std::to_string(d_model) +
+                       R"(}, "phonemes": ["AE", "G", "K", "S", "T"])";
+  if (with_letters) config += R"(, "letters": )" + data::CharTokenizer::build(words).to_json();
+  config += "}";
+  const std::string path = dir / name;
+  save_checkpoint(path, w, TrainState{}, config);
+  return path;
+}
+
+TEST_CASE("Translator runs a g2p checkpoint on words", "[models][seq2seq_generate]") {
+  th::TempDir dir("translator");
+  const std::string path = g2p_checkpoint(dir, "g2p.safetensors", "g2p", 128);
+  Translator t(path, {.threads = 1});
+  CHECK(t.task() == "g2p");
+  CHECK(t.preset() == "small");
+  CHECK(Translator::task_of(path) == "g2p");
+  const auto out = t.translate({"stag", "", "STAG", "cat"},
+                               {.search = {.beam_size = 3, .n_best = 2}, .max_new = 5});
+  REQUIRE(out.size() == 4);
+  CHECK(out[1].empty());  // an empty line: no output, no error
+  REQUIRE(out[0].size() == 2);
+  // Upper case reads as the lower-case word; outputs are phoneme names separated by spaces.
+  CHECK(out[2][0].ids == out[0][0].ids);
+  CHECK(out[2][0].text == out[0][0].text);
+  for (const Translation& x : out[0]) {
+    CHECK(x.ids.size() <= 5);
+    std::string want;
+    const std::vector<std::string> names = {"AE", "G", "K", "S", "T"};
+    for (std::int32_t id : x.ids) {
+      REQUIRE(id >= 4);  // past the special ids, one of the 5 phonemes
+      REQUIRE(id < 9);
+      want += (want.empty() ? "" : " ") + names[static_cast<std::size_t>(id - 4)];
+    }
+    CHECK(x.text == want);
+  }
+  CHECK(out[0][0].score >= out[0][1].score);
+}
+
+TEST_CASE("Translator refuses checkpoints it cannot run", "[models][seq2seq_generate]") {
+  th::TempDir dir("translator_bad");
+  CHECK_THROWS_WITH(Translator(g2p_checkpoint(dir, "lm.safetensors", "lm", 128)),
+                    Catch::Contains("it is a 'lm' checkpoint, not an encoder-decoder one"));
+  CHECK_THROWS_WITH(Translator(g2p_checkpoint(dir, "wide.safetensors", "g2p", 192)),
+                    Catch::Contains("its model has d_model 192, preset 'small' has 128"));
+  CHECK_THROWS_WITH(Translator(g2p_checkpoint(dir, "noletters.safetensors", "g2p", 128, false)),
+                    Catch::Contains("its stag.config has no \"letters\""));
+  CHECK_THROWS_WITH(Translator(dir / "missing.safetensors"),
+                    Catch::Contains("missing.safetensors"));
 }
 
 }  // namespace

@@ -29,10 +29,36 @@ set_tests_properties(stag_train.lm PROPERTIES PASS_REGULAR_EXPRESSION "val_bpc: 
 add_test(NAME stag_train.g2p COMMAND stag-train g2p ${quick} --limit 400 --max-steps 5 --batch-size 16
          --eval-limit 40 --test-limit 200 --out ${smoke}/g2p)
 set_tests_properties(stag_train.g2p PROPERTIES PASS_REGULAR_EXPRESSION "test_per: .*test_wer: ")
+# seq2seq on a user's file: a synthetic one written here (numbers to their digits' names,
+# "305<TAB>three zero five"), 500 pairs.
+set(digit_names zero one two three four five six seven eight nine)
+set(digits_tsv "")
+foreach(i RANGE 0 499)
+  math(EXPR n "(${i} * 7919 + 13) % 100000")
+  string(LENGTH "${n}" len)
+  math(EXPR last "${len} - 1")
+  set(spelled "")
+  foreach(k RANGE 0 ${last})
+    string(SUBSTRING "${n}" ${k} 1 d)
+    list(GET digit_names ${d} w)
+    string(APPEND spelled " ${w}")
+  endforeach()
+  string(STRIP "${spelled}" spelled)
+  string(APPEND digits_tsv "${n}\t${spelled}\n")
+endforeach()
+file(WRITE ${smoke}/digits.tsv "${digits_tsv}")
+add_test(NAME stag_train.seq2seq COMMAND stag-train seq2seq ${quick} --data ${smoke}/digits.tsv
+         --max-steps 6 --batch-size 16 --eval-every 3 --beam 2 --out ${smoke}/seq2seq)
+set_tests_properties(stag_train.seq2seq PROPERTIES
+  PASS_REGULAR_EXPRESSION "test_cer: .*test_exact_match: .*test_chrf: .*test_copy_cer: .*beam: 2")
+add_test(NAME stag_train.seq2seq_missing_file COMMAND stag-train seq2seq --data ${smoke}/no-such.tsv
+         --out ${smoke}/seq2seq_missing)
+set_tests_properties(stag_train.seq2seq_missing_file PROPERTIES
+  PASS_REGULAR_EXPRESSION "the text-pair file: file not found: .*no-such.tsv\n")
 add_test(NAME stag_train.bad_flag COMMAND stag-train --lr-schedule wavy)
 set_tests_properties(stag_train.bad_flag PROPERTIES PASS_REGULAR_EXPRESSION "--lr-schedule: 'wavy' is not one of")
 set_tests_properties(stag_train.classify stag_train.classify_resume stag_train.classify_eval_only stag_train.lm
-  stag_train.g2p stag_train.bad_flag PROPERTIES LABELS unit ENVIRONMENT "OMP_WAIT_POLICY=passive" SKIP_RETURN_CODE 77)
+  stag_train.g2p stag_train.seq2seq stag_train.seq2seq_missing_file stag_train.bad_flag PROPERTIES LABELS unit ENVIRONMENT "OMP_WAIT_POLICY=passive" SKIP_RETURN_CODE 77)
 
 # Masked-LM pretraining on the fortunes, then the classifier from it; a second run starts from
 # that checkpoint (--init-from); a preset that differs is refused by name.
@@ -69,6 +95,22 @@ if(TARGET stag-generate)
            --prompt "The " --max-new-tokens 16 --threads 1 --seed 2)
   set_tests_properties(stag_train.lm_generate PROPERTIES LABELS unit DEPENDS stag_train.lm
     ENVIRONMENT "OMP_WAIT_POLICY=passive" PASS_REGULAR_EXPRESSION "model: small \\(char tokeniser\\).*tokens_per_s: ")
+  # It translates with the encoder-decoder checkpoints of stag_train.g2p and stag_train.seq2seq;
+  # beam flags with a language model are refused.
+  add_test(NAME stag_train.g2p_translate COMMAND stag-generate --checkpoint ${smoke}/g2p/model.safetensors
+           --prompt "stag" --beam 3 --n-best 2 --threads 1)
+  set_tests_properties(stag_train.g2p_translate PROPERTIES DEPENDS stag_train.g2p
+    PASS_REGULAR_EXPRESSION "1\t1\t-?[0-9.]+\t[A-Z].*1\t2\t.*model: g2p small, beam 3; 1 lines")
+  add_test(NAME stag_train.seq2seq_translate COMMAND stag-generate --checkpoint
+           ${smoke}/seq2seq/model.safetensors --prompt-file ${smoke}/digits.tsv --threads 1)
+  set_tests_properties(stag_train.seq2seq_translate PROPERTIES DEPENDS stag_train.seq2seq
+    PASS_REGULAR_EXPRESSION "model: seq2seq small, beam 1; 500 lines")
+  add_test(NAME stag_train.lm_beam_refused COMMAND stag-generate --checkpoint ${smoke}/lm/model.safetensors
+           --beam 2 --prompt "The ")
+  set_tests_properties(stag_train.lm_beam_refused PROPERTIES DEPENDS stag_train.lm
+    PASS_REGULAR_EXPRESSION "--beam is for encoder-decoder checkpoints")
+  set_tests_properties(stag_train.g2p_translate stag_train.seq2seq_translate stag_train.lm_beam_refused
+    PROPERTIES LABELS unit ENVIRONMENT "OMP_WAIT_POLICY=passive")
 endif()
 
 # A picture that cannot be written (model.svg is a folder here) is reported; the run goes on.

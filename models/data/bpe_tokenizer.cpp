@@ -286,7 +286,7 @@ void BpeTokenizer::save(const std::filesystem::path& path) const {
 
 BpeTokenizer BpeTokenizer::load(const std::filesystem::path& path) {
   try {
-    return from_json(read_file(path, "BPE tokeniser"));
+    return from_json(read_file(path, "BPE tokeniser", ""));
   } catch (const Error& e) {
     throw Error(std::string(e.what()) + " (in " + path.string() + ")");
   }

@@ -135,7 +135,7 @@ void CharTokenizer::save(const std::filesystem::path& path) const {
 
 CharTokenizer CharTokenizer::load(const std::filesystem::path& path) {
   try {
-    return from_json(read_file(path, "character tokeniser"));
+    return from_json(read_file(path, "character tokeniser", ""));
   } catch (const Error& e) {
     throw Error(std::string(e.what()) + " (in " + path.string() + ")");
   }

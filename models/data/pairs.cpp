@@ -10,7 +10,7 @@ TextPairs load_tsv_pairs(const std::filesystem::path& path, const TsvOptions& o)
   if (o.source_column == o.target_column)
     throw Error("stag::data: load_tsv_pairs: source and target column are both " +
                 std::to_string(o.source_column));
-  const std::string bytes = read_file(path, "the text-pair file");
+  const std::string bytes = read_file(path, "the text-pair file", "");
   std::string_view rest(bytes);
   if (rest.substr(0, 3) == "\xEF\xBB\xBF") rest.remove_prefix(3);  // a UTF-8 byte-order mark
   TextPairs out;

@@ -135,11 +135,12 @@ std::string normalize_key(std::string_view text) {
   return out;
 }
 
-std::string read_file(const std::filesystem::path& path, std::string_view what) {
+std::string read_file(const std::filesystem::path& path, std::string_view what,
+                      std::string_view missing_hint) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     throw Error("stag::data: " + std::string(what) + ": file not found: " + path.string() +
-                " (run tools/data.sh to install the data sets)");
+                std::string(missing_hint));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("stag::data: " + std::string(what) + ": cannot open " + path.string());
   std::ostringstream s;
