@@ -3,7 +3,8 @@
 # stag-train (Release) and trains. With no arguments it trains the articles' text classifier on
 # the UCI sentiment sentences, shows a progress line, reports validation and test accuracy next to
 # a bag-of-words baseline and saves the checkpoint under runs/classify/. Arguments go to
-# stag-train: ./run.sh lm, ./run.sh g2p, ./run.sh classify --data spam, ./run.sh --help.
+# stag-train: ./run.sh lm, ./run.sh g2p, ./run.sh classify --data spam,
+# ./run.sh seq2seq --data your-pairs.tsv, ./run.sh --help.
 set -euo pipefail
 STAG_ROOT=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tools/deps.sh
@@ -16,7 +17,7 @@ data=
 prev=
 pretrain=0
 for a in "$@"; do
-  case $a in lm | g2p | classify) [ -z "$prev" ] && task=$a ;; esac
+  case $a in lm | g2p | classify | seq2seq) [ -z "$prev" ] && task=$a ;; esac
   [ "$prev" = --data ] && data=$a
   case $a in --data=*) data=${a#--data=} ;; esac
   # Masked-LM pretraining (classify --pretrain-steps N) reads the English fortunes.
@@ -28,17 +29,32 @@ case $task:$data in
   classify:spam) set_name=spam ;;
   classify:langid | classify:zh | lm:* ) set_name=fortunes ;;
   g2p:*) set_name=cmudict ;;
+  seq2seq:*) set_name= ;;  # the user's own file
   *) set_name=sentiment ;;
 esac
 [ "$task:$pretrain" = classify:1 ] && [ "$set_name" != fortunes ] && set_name=$set_name,fortunes
-if ! "$STAG_ROOT/tools/data.sh" --check --only "$set_name" >/dev/null 2>&1; then
+if [ -n "$set_name" ] && ! "$STAG_ROOT/tools/data.sh" --check --only "$set_name" >/dev/null 2>&1; then
   case $set_name in sentiment* | spam* | cmudict) command -v npm >/dev/null || stag_install_debs npm ;; esac
   "$STAG_ROOT/tools/data.sh" --only "$set_name"
 fi
 
 BUILD=${STAG_BUILD_DIR:-$STAG_ROOT/build}
 stag_configure_build "$BUILD" stag-train
-export OMP_WAIT_POLICY=passive
+# OMP_WAIT_POLICY: stag-train chooses by the machine's load unless it is set (runtime/cpu/omp_policy.hpp).
+# A relative --data file (seq2seq) is the caller's, not the repository's: made absolute before
+# the cd below.
+args=()
+prev=
+for a in "$@"; do
+  if [ "$prev" = --data ] && [ -e "$a" ]; then
+    a=$(cd "$(dirname "$a")" && pwd)/$(basename "$a")
+  elif [[ $a == --data=* ]] && [ -e "${a#--data=}" ]; then
+    f=${a#--data=}
+    a=--data=$(cd "$(dirname "$f")" && pwd)/$(basename "$f")
+  fi
+  args+=("$a")
+  prev=$a
+done
 cd "$STAG_ROOT"
 # Run folders (checkpoint, metrics, config) go to runs/<task>/ (ignored by git).
-exec "$BUILD/apps/train/stag-train" "$@"
+exec "$BUILD/apps/train/stag-train" "${args[@]}"

@@ -20,6 +20,7 @@
 #include <stag/models/generator.hpp>
 #include <stag/models/translator.hpp>
 #include <stag/ops/random.hpp>
+#include <stag/runtime/cpu/omp_policy.hpp>
 #include <stag/runtime/params.hpp>
 
 namespace {
@@ -107,10 +108,7 @@ int main(int argc, char** argv) {
   // core busy, a 972-token prefill took 1.15x longer in chunks of 64 than in one pass while
   // spinning, and 0.67x as long with passive waiting (docs/benchmarks.md). libgomp reads the
   // policy when it loads, so the program sets it, unless given, and starts again.
-  if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
-    setenv("OMP_WAIT_POLICY", "passive", 0);
-    execv("/proc/self/exe", argv);  // returns only on failure: then run as we are
-  }
+  stag::choose_omp_wait_policy(argv);
   CLI::App app{
       "stag-generate: sample text from a trained stag language model, or translate lines "
       "(stdin, --prompt or --prompt-file) with an encoder-decoder checkpoint (stag-train g2p, "

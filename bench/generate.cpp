@@ -1,7 +1,9 @@
 // stag-bench-generate: the generation benchmark of issue 16 §6 on a compiled-in LM preset with
 // random weights (default `small`, the model `stag-train lm` writes): prefill tokens/s at the
 // given prompt lengths next to one forward pass of language_model<C> over the same tokens,
-// time to first token, plan and cache memory, and decode tokens/s at the given batch sizes.
+// time to first token, plan and cache memory, and decode tokens/s at the given batch sizes; then
+// the encoder-decoder of `stag-train seq2seq` (kTextSeq2SeqSmall, random weights): encode time
+// and decode-step tokens/s at the same batch sizes, and a beam-4 search per source.
 // Prints `bench.generate.<case>.<metric>: value unit`; never fails on a number.
 //   stag-bench-generate [--threads N] [--lengths 128,1024,4096] [--batches 1,16]
 //                       [--decode-tokens N] [--decode-prompt N] [--repeats N] [--chunk N]
@@ -16,6 +18,8 @@
 #include <sys/resource.h>
 
 #include <stag/models/generator.hpp>
+#include <stag/models/presets.hpp>
+#include <stag/models/seq2seq_generator.hpp>
 #include <stag/ops/random.hpp>
 #include <stag/stag.hpp>
 
@@ -160,6 +164,85 @@ int main(int argc, char** argv) {
                 tag.c_str(), tokens / best, b, decode_tokens - 1, decode_prompt);
     std::printf("%s.ms_per_step: %.3f ms\n", tag.c_str(), 1e3 * best / (decode_tokens - 1));
     std::printf("%s.time_to_first_token: %.2f ms\n", tag.c_str(), 1e3 * ttft);
+  }
+  // The encoder-decoder: sources of decode_prompt / 4 ids (a sentence), then decode_tokens
+  // steps of one token per row, each feeding the argmax of the last (no early <eos>).
+  {
+    const Seq2SeqGraphs gr = seq2seq_graphs<kTextSeq2SeqSmall>();
+    NamedArrays w;
+    for (const GraphView* g : {&gr.encode, &gr.decode})
+      for (auto& [k, a] : make_params(*g, {{"batch", 1}, {"max_len", 1}, {"src_seq", 1}}, 1)) {
+        const int n = g->find(k);
+        if (n >= 0 && (g->node(n).flags & kFlagParam)) w.emplace(k, a);
+      }
+    std::printf(
+        "bench.generate.seq2seq_model: stag-train seq2seq's small (random weights), 2+2 "
+        "layers, d_model 128, vocab 256\n");
+    const int src_len = std::max(decode_prompt / 4, 1);
+    for (int b : batches) {
+      const std::string tag = "bench.generate.seq2seq_batch_" + std::to_string(b);
+      Array src(DType::i32, {b, src_len}), keep(DType::boolean, {b, src_len});
+      for (int i = 0; i < b; ++i) {
+        const auto ids = random_prompt(src_len, 250, 300 + static_cast<std::uint64_t>(i));
+        for (int j = 0; j < src_len; ++j) {
+          src.data<std::int32_t>()[i * src_len + j] = ids[static_cast<std::size_t>(j)] + 4;
+          keep.data<bool>()[i * src_len + j] = true;
+        }
+      }
+      Seq2SeqGenerator gen(gr, w, {.threads = threads});
+      double best = 1e30, enc_best = 1e30;
+      for (int r = 0; r <= repeats; ++r) {  // the first round makes the plans
+        const auto t0 = Clock::now();
+        gen.encode(src, keep, 1, decode_tokens);
+        const auto t1 = Clock::now();
+        Array ids = Array::from_vector<std::int32_t>(
+            {b, 1}, std::vector<std::int32_t>(static_cast<std::size_t>(b), data::kBosId));
+        for (int t = 0; t < decode_tokens; ++t) {
+          const Array logits =
+              gen.step(ids, std::vector<std::int32_t>(static_cast<std::size_t>(b), t));
+          const std::int64_t v = logits.dim(2);
+          for (int i = 0; i < b; ++i) {
+            const float* row = logits.data<float>() + i * v;
+            ids.data<std::int32_t>()[i] =
+                static_cast<std::int32_t>(std::max_element(row + 4, row + v) - row);
+          }
+        }
+        const auto t2 = Clock::now();
+        if (r == 0) continue;
+        enc_best = std::min(enc_best, std::chrono::duration<double>(t1 - t0).count());
+        best = std::min(best, std::chrono::duration<double>(t2 - t1).count());
+      }
+      std::printf("%s.encode: %.2f ms (%d sources of %d ids)\n", tag.c_str(), 1e3 * enc_best, b,
+                  src_len);
+      std::printf("%s.tokens_per_s: %.1f tokens/s (%d rows x %d steps)\n", tag.c_str(),
+                  static_cast<double>(b) * decode_tokens / best, b, decode_tokens);
+      std::printf("%s.ms_per_step: %.3f ms\n", tag.c_str(), 1e3 * best / decode_tokens);
+    }
+    // Beam search, 4 beams, 16 sources (early <eos> allowed: random weights stop anywhere).
+    Seq2SeqGenerator gen(gr, w, {.threads = threads});
+    std::vector<std::vector<std::int32_t>> sources;
+    for (int i = 0; i < 16; ++i) {
+      auto ids = random_prompt(src_len, 250, 400 + static_cast<std::uint64_t>(i));
+      for (auto& x : ids) x += 4;
+      sources.push_back(ids);
+    }
+    std::vector<std::size_t> rows(sources.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = i;
+    const Seq2SeqGenerateOptions bo{.search = {.beam_size = 4}, .max_new = decode_tokens};
+    (void)gen.generate(sources, rows, bo);  // plans
+    double best = 1e30;
+    std::size_t out_tokens = 0;
+    for (int r = 0; r < repeats; ++r) {
+      const auto t0 = Clock::now();
+      const auto res = gen.generate(sources, rows, bo);
+      best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+      out_tokens = 0;
+      for (const auto& h : res) out_tokens += h.front().ids.size();
+    }
+    std::printf(
+        "bench.generate.seq2seq_beam4_batch_16.sources_per_s: %.1f sources/s (%.1f ms, "
+        "%zu output tokens)\n",
+        16 / best, 1e3 * best, out_tokens);
   }
   std::printf("bench.generate.max_rss: %.0f MiB\n", max_rss_mib());
   return 0;

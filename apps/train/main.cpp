@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <stag/runtime/cpu/omp_policy.hpp>
 #include <stag/runtime/train/run_guard.hpp>
 
 #include "tasks.hpp"
@@ -70,6 +71,8 @@ int run(int argc, char** argv) {
       return 0;
     }
     validate(s.opt, s.task);
+    if (const std::string note = omp_wait_policy_note(); !note.empty())
+      std::fprintf(stderr, "stag-train: %s\n", note.c_str());
     RunContext ctx = make_context(s.task, s.opt);
     // One run per output folder: a second one would overwrite this one's checkpoints (an
     // evaluation only reads, and atomic saves never show it half a file).
@@ -92,6 +95,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  stag::choose_omp_wait_policy(argv);  // may run the program again with OMP_WAIT_POLICY set
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {

@@ -37,6 +37,10 @@ TextDataset load_sentiment(const fs::path& package_dir) {
                   std::count(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
       throw Error(
           at_line(path, line, "invalid JSON at byte " + std::to_string(e.byte) + ": " + e.what()));
+    } catch (const nlohmann::json::exception& e) {
+      // Not a syntax error but a value JSON allows and nlohmann refuses: a number too large
+      // for a double ("66E66666": out_of_range.406). Found by fuzz_sentiment.
+      throw Error("stag::data: " + path.string() + ": invalid JSON: " + e.what());
     }
     if (!doc.is_array())
       throw Error(at_line(path, 1, "expected a JSON array of {\"text\", \"class\"} records"));

@@ -86,6 +86,8 @@ class Progress {
   void update(std::int64_t step, std::int64_t epoch, double loss, double lr, double tokens = 0);
   // Prints a message on its own line (e.g. validation results) without garbling the status.
   void note(std::string_view text);
+  // A new step count for "/total" and the ETA (a time box shortened the run); 0: unknown.
+  void set_total(std::int64_t total_steps) { opts_.total_steps = total_steps; }
   // Ends the status line (terminal) or prints the last status (plain) if not shown yet.
   void finish();
 

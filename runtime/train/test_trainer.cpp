@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <thread>
 
 #include <stag/models/data/batch.hpp>
 #include <stag/runtime/train/trainer.hpp>
@@ -607,6 +608,29 @@ TEST_CASE("a time-boxed fit stops in time and fits its schedule to the steps it 
   Trainer r(training_graphs<drop_net, kOpt, false>(), o);
   r.resume(dir / "c.safetensors");
   CHECK(r.options().lr.total() == t.options().lr.total());
+}
+
+TEST_CASE("a time box fitted on slow first steps is fitted again before the warmup ends",
+          "[trainer][reliability]") {
+  const data::EncodedTexts d = make_rows(16, 2);
+  TrainerOptions o = options(3);
+  o.lr = LrSchedule::cosine(1e-3, 60, 1000000);  // still warming up at step 50
+  Trainer t(training_graphs<drop_net, kOpt, false>(), o);
+  // The first 5 batches take 100 ms each (as plans for new shapes do), the rest no time: the
+  // estimate after 5 steps is about 5 + 10 steps/s * 0.5 s (so the warmup's 61 steps), the one
+  // after 50 far more.
+  DataSource src = source_of(d, 4, 3);
+  int calls = 0;
+  const auto batch = src.batch;
+  src.batch = [&, batch](std::int64_t e, std::size_t i) {
+    if (calls++ < 5) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return batch(e, i);
+  };
+  t.fit(src, {.epochs = std::int64_t{1} << 40, .max_seconds = 1.0, .plan_steps = 5});
+  INFO("steps " << t.steps_done() << "; schedule " << t.options().lr.describe());
+  // Fitted once, the schedule would end at the warmup's 61 steps while the run takes hundreds.
+  CHECK(t.options().lr.total() > 100);
+  CHECK(t.options().lr.total() <= 1000000);
 }
 
 TEST_CASE("fit checks before step 1 that its checkpoint can be written", "[trainer][reliability]") {

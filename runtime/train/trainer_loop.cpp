@@ -233,7 +233,10 @@ void Trainer::fit(const DataSource& data, const FitOptions& o) {
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   };
-  double planned_at = 0;  // when the schedule was shortened to the time box
+  double planned_at = 0;  // when the schedule was last fitted to the time box...
+  std::int64_t planned_taken = 0;  // ...after this many steps
+  bool replanned = false;
+  const std::int64_t full_total = opts_.lr.total();  // the schedule's length before the time box
   while (!stop && !out_of_time && epoch_ < o.epochs && (o.max_steps == 0 || step_ < o.max_steps)) {
     const std::size_t nb = batches_of(epoch_);
     // NOTE: without this check a position at or past the end of the epoch takes no step and
@@ -263,17 +266,28 @@ void Trainer::fit(const DataSource& data, const FitOptions& o) {
       }
       if (o.max_seconds > 0) {
         if (o.stop_after == 0) ++taken;
-        // The schedule's length from the step rate so far (once, after plan_steps steps).
-        if (planned_at == 0 && taken >= std::max<std::int64_t>(o.plan_steps, 1) &&
-            opts_.lr.total() > 0) {
-          planned_at = elapsed();
-          const double rate = static_cast<double>(taken) / planned_at;
+        // The schedule's length from the step rate: after plan_steps steps, and again after
+        // 10x as many if the schedule is still warming up (the first steps plan kernels for
+        // new shapes and run slower than the rest; before the warmup ends the total has not
+        // changed any learning rate yet). The second estimate uses the steps since the first.
+        const std::int64_t first = std::max<std::int64_t>(o.plan_steps, 1);
+        const bool replan = planned_at > 0 && !replanned && taken >= 10 * first &&
+                            step_ <= opts_.lr.warmup();
+        if (full_total > 0 && ((planned_at == 0 && taken >= first) || replan)) {
+          const double now = elapsed();
+          const double rate = replan ? static_cast<double>(taken - planned_taken) /
+                                           std::max(now - planned_at, 1e-9)
+                                     : static_cast<double>(taken) / now;
+          if (replan) replanned = true;
+          planned_at = now;
+          planned_taken = taken;
           const auto fit_steps =
-              step_ + static_cast<std::int64_t>(rate * std::max(0.0, o.max_seconds - planned_at));
+              step_ + static_cast<std::int64_t>(rate * std::max(0.0, o.max_seconds - now));
           const std::int64_t new_total =
-              std::max(std::min(fit_steps, opts_.lr.total()), opts_.lr.warmup() + 1);
+              std::max(std::min(fit_steps, full_total), opts_.lr.warmup() + 1);
           if (new_total != opts_.lr.total()) {
             opts_.lr = opts_.lr.with_total(new_total);
+            if (total > 0) progress.set_total(std::min(total, new_total));
             progress.note("time box of " + format_value(o.max_seconds) +
                           " s: " + std::to_string(new_total) + " steps fit, schedule now " +
                           opts_.lr.describe());
