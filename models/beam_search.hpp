@@ -13,9 +13,9 @@
 // - Each step ranks the 2 * beam_size best continuations of the item's live hypotheses. An
 //   <eos> among the first beam_size of them ends a hypothesis (it joins the finished ones,
 //   at most beam_size kept, best first); the first beam_size others live on.
-// - An item is done when beam_size hypotheses have finished (early_stop), or, without
-//   early_stop, when no live one can still rank above the worst finished one at its current
-//   length; at max_new steps the live ones are added as they are (not finished).
+// - An item is done when beam_size hypotheses have finished and no live one ranks above the
+//   worst of them at its current length (or, with early_stop, as soon as beam_size have
+//   finished); at max_new steps the live ones are added as they are (not finished).
 // - Ties go to the lower row, then the lower id; with beam_size 1 the search is greedy
 //   decoding (the argmax at each step, up to the first <eos>).
 #pragma once
@@ -28,10 +28,14 @@ namespace stag {
 
 struct BeamSearchOptions {
   int beam_size = 4;
-  int n_best = 1;                       // hypotheses returned per item, best first (<= beam_size)
-  double length_penalty = 1.0;          // rank by log_prob / length^length_penalty
-  int max_new = 64;                     // tokens per hypothesis at most, <eos> included
-  bool early_stop = true;               // stop an item at beam_size finished hypotheses
+  int n_best = 1;               // hypotheses returned per item, best first (<= beam_size)
+  double length_penalty = 1.0;  // rank by log_prob / length^length_penalty
+  int max_new = 64;             // tokens per hypothesis at most, <eos> included
+  // Stop an item at beam_size finished hypotheses, however poor. Off (the default, as in
+  // Hugging Face): go on while a live hypothesis can still rank above the worst finished one.
+  // On, a model whose every unlikely token is equally unlikely (label smoothing) ends the search
+  // with beam_size junk hypotheses that took <eos> early, before the likely one ends.
+  bool early_stop = false;
   std::int32_t bos_id = 2, eos_id = 3;  // data::kBosId, data::kEosId
   std::int32_t vocab_limit = 0;         // ids from here up are never produced; 0: all
 };
