@@ -133,6 +133,9 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--top-k", o.sample.top_k, "sample among the k most likely tokens (0: all)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--top-p", o.sample.top_p,
+                 "sample among the most likely tokens whose probability reaches p (1: all)")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--seed", o.sample.seed, "seed of the sampler (same seed, same text)");
   app.add_option("--threads", threads, "threads (0: every core)")->check(CLI::NonNegativeNumber);
   app.add_option("--tokenizer", tokenizer, "tokeniser JSON, when the checkpoint does not name one");

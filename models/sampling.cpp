@@ -27,6 +27,8 @@ void check(const SampleOptions& o) {
                 std::to_string(o.temperature));
   if (o.top_k < 0)
     throw Error("stag: sample_token: top_k must be >= 0, got " + std::to_string(o.top_k));
+  if (!(o.top_p > 0 && o.top_p <= 1))
+    throw Error("stag: sample_token: top_p must be in (0, 1], got " + std::to_string(o.top_p));
 }
 
 // The most likely id; NaN never wins, ties go to the smaller id.
@@ -71,6 +73,13 @@ void sample_probabilities(std::span<const float> logits, const SampleOptions& o,
     total += p;
   }
   for (std::size_t r = 0; r < k; ++r) out[ids[r]] /= total;
+  if (o.top_p >= 1) return;
+  // Nucleus: the most likely ids (in the order above) until their mass reaches top_p.
+  double kept = 0;
+  std::size_t keep = 0;
+  while (keep < k && kept < o.top_p) kept += out[ids[keep++]];
+  for (std::size_t r = keep; r < k; ++r) out[ids[r]] = 0;
+  for (std::size_t r = 0; r < keep; ++r) out[ids[r]] /= kept;
 }
 
 std::int32_t sample_token(std::span<const float> logits, const SampleOptions& o,

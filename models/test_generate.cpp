@@ -260,6 +260,8 @@ TEST_CASE("greedy sampling takes the largest logit; ties and NaN", "[generate][s
   CHECK_THROWS_WITH(sample_token(l, {.temperature = -1}, 0),
                     Catch::Contains("temperature must be >= 0"));
   CHECK_THROWS_WITH(sample_token(l, {.top_k = -2}, 0), Catch::Contains("top_k must be >= 0"));
+  CHECK_THROWS_WITH(sample_token(l, {.top_p = 0.0}, 0), Catch::Contains("top_p must be in (0, 1]"));
+  CHECK_THROWS_WITH(sample_token(l, {.top_p = 1.5}, 0), Catch::Contains("top_p must be in (0, 1]"));
 }
 
 TEST_CASE("sampling frequencies follow softmax(logits / temperature) within the top k",
@@ -276,9 +278,14 @@ TEST_CASE("sampling frequencies follow softmax(logits / temperature) within the 
        {std::sqrt(0.5) / s2, std::sqrt(0.3) / s2, std::sqrt(0.15) / s2, std::sqrt(0.05) / s2}},
       {{.temperature = 1.0, .top_k = 2}, {0.5 / 0.8, 0.3 / 0.8, 0, 0}},
       {{.temperature = 0.5, .top_k = 3}, {0.25 / 0.3625, 0.09 / 0.3625, 0.0225 / 0.3625, 0}},
+      // top_p: .5 + .3 = .8 reaches .75; .5 + .3 + .15 = .95 reaches .9; after top_k 3 the
+      // first id alone has .5 / .95 > .5.
+      {{.temperature = 1.0, .top_p = 0.75}, {0.5 / 0.8, 0.3 / 0.8, 0, 0}},
+      {{.temperature = 1.0, .top_p = 0.9}, {0.5 / 0.95, 0.3 / 0.95, 0.15 / 0.95, 0}},
+      {{.temperature = 1.0, .top_k = 3, .top_p = 0.5}, {1, 0, 0, 0}},
   };
   for (const Case& c : cases) {
-    INFO("temperature " << c.o.temperature << ", top_k " << c.o.top_k);
+    INFO("temperature " << c.o.temperature << ", top_k " << c.o.top_k << ", top_p " << c.o.top_p);
     std::vector<double> p(4);
     sample_probabilities(l, c.o, p);
     for (int i = 0; i < 4; ++i)
