@@ -211,12 +211,9 @@ int main(int argc, char** argv) {
       so.max_new = app.count("--max-new-tokens") ? o.max_new_tokens : 0;
       return translate(checkpoint, lines, so, threads, allow_nonfinite);
     }
-    for (const char* flag : {"--beam", "--n-best", "--length-penalty"})
-      if (app.count(flag))
-        throw stag::Error(std::string(flag) +
-                          " is for encoder-decoder checkpoints (g2p, seq2seq); " + checkpoint +
-                          " is a language model's, which samples (--temperature 0: "
-                          "greedy)");
+    const bool beam = app.count("--beam") > 0;
+    for (const char* flag : {"--n-best", "--length-penalty"})
+      if (app.count(flag) && !beam) throw stag::Error(std::string(flag) + " needs --beam");
     stag::GeneratorOptions go;
     go.threads = threads;
     go.max_len = max_len;
@@ -224,6 +221,20 @@ int main(int argc, char** argv) {
     go.allow_nonfinite = allow_nonfinite;
     go.schedule = schedule == "parallel" ? stag::Schedule::parallel : stag::Schedule::sequential;
     stag::Generator gen(checkpoint, go);
+    if (beam) {
+      // Beam search: the n-best continuations, "rank<TAB>score<TAB>text" lines.
+      std::vector<std::int32_t> ids = gen.tokenizer()->encode(prompt);
+      if (o.add_bos.value_or(gen.add_bos()) || ids.empty())
+        ids.insert(ids.begin(), stag::data::kBosId);
+      so.search.max_new = o.max_new_tokens;
+      const auto found = gen.beam_search(ids, so.search);
+      for (std::size_t k = 0; k < found.size(); ++k)
+        std::printf("%zu\t%.4f\t%s%s\n", k + 1, found[k].score, prompt.c_str(),
+                    gen.tokenizer()->decode(found[k].ids).c_str());
+      std::printf("---\nmodel: %s, beam %d\n", std::string(gen.preset().name).c_str(),
+                  so.search.beam_size);
+      return 0;
+    }
     // The prompt, then each token as it comes.
     std::fputs(prompt.c_str(), stdout);
     std::fflush(stdout);

@@ -4,8 +4,11 @@
 #include <cmath>
 #include <string>
 
+#include <cstring>
+
 #include <stag/models/beam_search.hpp>
 #include <stag/ops/kernel.hpp>
+#include <stag/runtime/session.hpp>
 
 namespace stag {
 
@@ -164,6 +167,44 @@ std::vector<std::vector<Hypothesis>> BeamSearch::results() const {
     out[item] = std::move(all);
   }
   return out;
+}
+
+void reorder_cache_rows(Session& s, const std::vector<std::string>& names,
+                        std::span<const std::int32_t> parents, std::int64_t positions) {
+  const auto rows = static_cast<std::int64_t>(parents.size());
+  bool identity = true;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int32_t p = parents[static_cast<std::size_t>(r)];
+    if (p < 0 || p >= rows) throw Error("stag: reorder_cache_rows: parent row out of range");
+    identity = identity && p == r;
+  }
+  if (identity) return;
+  std::vector<std::byte> scratch;
+  for (const std::string& name : names) {
+    Array cache = s.params().at(name);  // shares the session's storage
+    if (cache.rank() != 4 || cache.dim(0) != rows)
+      throw Error("stag: reorder_cache_rows: '" + name + "' is " + cache.describe() + ", not [" +
+                  std::to_string(rows) + ", heads, positions, head_dim]");
+    const std::int64_t heads = cache.dim(1), len = cache.dim(2), dh = cache.dim(3);
+    const std::size_t es = dtype_size(cache.dtype());
+    const std::size_t run =
+        static_cast<std::size_t>(std::clamp<std::int64_t>(positions, 0, len) * dh) * es;
+    const std::size_t head_stride = static_cast<std::size_t>(len * dh) * es;
+    // Gather the written positions of every row, then scatter them to their new rows.
+    scratch.resize(static_cast<std::size_t>(rows * heads) * run);
+    auto* base = static_cast<std::byte*>(cache.raw());
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t h = 0; h < heads; ++h)
+        std::memcpy(scratch.data() + static_cast<std::size_t>(r * heads + h) * run,
+                    base + static_cast<std::size_t>(r * heads + h) * head_stride, run);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::int64_t p = parents[static_cast<std::size_t>(r)];
+      if (p == r) continue;
+      for (std::int64_t h = 0; h < heads; ++h)
+        std::memcpy(base + static_cast<std::size_t>(r * heads + h) * head_stride,
+                    scratch.data() + static_cast<std::size_t>(p * heads + h) * run, run);
+    }
+  }
 }
 
 }  // namespace stag

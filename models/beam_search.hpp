@@ -22,9 +22,12 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace stag {
+
+class Session;
 
 struct BeamSearchOptions {
   int beam_size = 4;
@@ -85,5 +88,12 @@ class BeamSearch {
   std::vector<char> live_, item_done_;
   std::vector<std::vector<Hypothesis>> finished_;  // per item, best first, <= beam_size
 };
+
+// After a step of a beam search over a model with caches: row r of each state tensor `names`
+// of `s` ([rows, heads, max_len, head_dim], positions on axis 2) becomes row parents[r], over
+// the first `positions` positions (those written so far). Rows that are their own parent are
+// not copied.
+void reorder_cache_rows(Session& s, const std::vector<std::string>& names,
+                        std::span<const std::int32_t> parents, std::int64_t positions);
 
 }  // namespace stag

@@ -462,4 +462,44 @@ std::vector<GenerateResult> Generator::generate_ids_batch(
   return res;
 }
 
+std::vector<Hypothesis> Generator::beam_search(std::vector<std::int32_t> prompt,
+                                               BeamSearchOptions o) {
+  if (prompt.empty())
+    throw Error("stag::Generator::beam_search: the prompt is empty (give at least <bos>)");
+  check_ids(prompt, "the prompt");
+  if (o.vocab_limit == 0 && tokenizer_)
+    o.vocab_limit = static_cast<std::int32_t>(tokenizer_->vocab_size());
+  BeamSearch search(1, o);  // checks the options before any work
+  const auto k = static_cast<std::int64_t>(search.rows());
+  const auto n = static_cast<std::int64_t>(prompt.size());
+  reserve(n + o.max_new, k);
+  std::vector<std::string> caches;
+  for (const auto& [name, a] : session_->params()) {
+    const int node = session_->graph().find(name);
+    if (node >= 0 && (session_->graph().node(node).flags & kFlagState)) caches.push_back(name);
+  }
+  // The prompt in every row (so every row's cache holds it), its last position's logits.
+  Array ids(DType::i32, {k, n});
+  for (std::int64_t r = 0; r < k; ++r)
+    std::copy(prompt.begin(), prompt.end(), ids.data<std::int32_t>() + r * n);
+  Array logits = step(ids, std::vector<std::int32_t>(static_cast<std::size_t>(k), 0));
+  const std::int64_t v = logits.dim(2);
+  std::vector<float> last(static_cast<std::size_t>(k * v));
+  for (std::int64_t r = 0; r < k; ++r)
+    std::copy_n(logits.data<float>() + (r * n + n - 1) * v, v, last.data() + r * v);
+  search.advance(last, v);
+  std::vector<std::int32_t> pos(static_cast<std::size_t>(k));
+  while (!search.done()) {
+    // Positions 0 .. at-1 hold the prompt and the tokens fed so far; the next one goes at `at`.
+    const std::int64_t at = n + search.step() - 1;
+    reorder_cache_rows(*session_, caches, search.parents(), at);
+    for (std::int64_t r = 0; r < k; ++r)
+      pos[static_cast<std::size_t>(r)] =
+          search.live()[static_cast<std::size_t>(r)] ? static_cast<std::int32_t>(at) : -1;
+    logits = step(Array::from_vector<std::int32_t>({k, 1}, search.tokens()), pos);
+    search.advance({logits.data<float>(), static_cast<std::size_t>(logits.numel())}, v);
+  }
+  return search.results()[0];
+}
+
 }  // namespace stag

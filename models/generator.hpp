@@ -15,6 +15,7 @@
 #include <variant>
 #include <vector>
 
+#include <stag/models/beam_search.hpp>
 #include <stag/models/data/bpe_tokenizer.hpp>
 #include <stag/models/data/char_tokenizer.hpp>
 #include <stag/models/lm_presets.hpp>
@@ -124,6 +125,12 @@ class Generator {
   std::vector<GenerateResult> generate_ids_batch(std::vector<std::vector<std::int32_t>> prompts,
                                                  const GenerateOptions& o = {},
                                                  const std::vector<int>& max_new_tokens = {});
+
+  // Beam search from one prompt (models/beam_search.hpp): the prompt prefilled in each of the
+  // beam_size rows, then one step per new token, each row's cache following its hypothesis'
+  // parent row. The n-best continuations, best first (ids without <eos>); vocab_limit 0 means
+  // the tokeniser's size. The text of a hypothesis: tokenizer()->decode(h.ids).
+  std::vector<Hypothesis> beam_search(std::vector<std::int32_t> prompt, BeamSearchOptions o);
 
   // The logits [batch = 1, chunk, vocab] after feeding `ids` at positions pos .. pos+chunk-1
   // (the cache must hold positions < pos from earlier calls). For tests and custom loops.

@@ -132,36 +132,7 @@ Array Seq2SeqGenerator::step(const Array& ids, std::span<const std::int32_t> pos
 void Seq2SeqGenerator::reorder(std::span<const std::int32_t> parents, std::int64_t positions) {
   if (!decode_ || static_cast<std::int64_t>(parents.size()) != rows_)
     throw Error("stag::Seq2SeqGenerator::reorder: one parent row per decoder row");
-  bool identity = true;
-  for (std::int64_t r = 0; r < rows_; ++r) {
-    const std::int32_t p = parents[static_cast<std::size_t>(r)];
-    if (p < 0 || p >= rows_) throw Error("stag::Seq2SeqGenerator::reorder: parent out of range");
-    identity = identity && p == r;
-  }
-  if (identity) return;
-  positions = std::clamp<std::int64_t>(positions, 0, max_len_);
-  std::vector<std::byte> scratch;
-  for (const std::string& name : cache_names_) {
-    Array cache = decode_->params().at(name);  // [rows, H, max_len, Dh], shared storage
-    const std::int64_t heads = cache.dim(1), dh = cache.dim(3);
-    const std::size_t es = dtype_size(cache.dtype());
-    const std::size_t run = static_cast<std::size_t>(positions * dh) * es;  // per (row, head)
-    const std::size_t head_stride = static_cast<std::size_t>(max_len_ * dh) * es;
-    // Gather the written positions of every row, then scatter them to their new rows.
-    scratch.resize(static_cast<std::size_t>(rows_ * heads) * run);
-    auto* base = static_cast<std::byte*>(cache.raw());
-    for (std::int64_t r = 0; r < rows_; ++r)
-      for (std::int64_t h = 0; h < heads; ++h)
-        std::memcpy(scratch.data() + static_cast<std::size_t>(r * heads + h) * run,
-                    base + static_cast<std::size_t>(r * heads + h) * head_stride, run);
-    for (std::int64_t r = 0; r < rows_; ++r) {
-      const std::int64_t p = parents[static_cast<std::size_t>(r)];
-      if (p == r) continue;
-      for (std::int64_t h = 0; h < heads; ++h)
-        std::memcpy(base + static_cast<std::size_t>(r * heads + h) * head_stride,
-                    scratch.data() + static_cast<std::size_t>(p * heads + h) * run, run);
-    }
-  }
+  reorder_cache_rows(*decode_, cache_names_, parents, positions);
 }
 
 std::vector<std::vector<Hypothesis>> Seq2SeqGenerator::generate(

@@ -446,6 +446,63 @@ TEST_CASE("ragged batched generation equals one-by-one generation, row by row", 
   std::filesystem::remove(path);
 }
 
+// ---- beam search ------------------------------------------------------------------------------
+
+// The log-softmax over [eos, limit) of each position of one pass over prompt + ids (batch 1):
+// the score of `ids` (and of <eos> after them when `finished`), and whether each id was the
+// most likely allowed one.
+std::pair<double, bool> score_alone(Generator& gen, const std::vector<std::int32_t>& prompt,
+                                    const std::vector<std::int32_t>& ids, bool finished,
+                                    std::int32_t limit) {
+  std::vector<std::int32_t> all = prompt;
+  all.insert(all.end(), ids.begin(), ids.end());
+  const Array logits = gen.step(all, 0);  // [1, n + len, V]
+  const std::int64_t v = logits.dim(2);
+  double lp = 0;
+  bool argmax = true;
+  for (std::size_t j = 0; j < ids.size() + (finished ? 1 : 0); ++j) {
+    const float* x = logits.data<float>() + static_cast<std::int64_t>(prompt.size() - 1 + j) * v;
+    const std::int32_t want = j < ids.size() ? ids[j] : data::kEosId;
+    double m = -INFINITY, sum = 0;
+    std::int32_t best = data::kEosId;
+    for (std::int32_t c = data::kEosId; c < limit; ++c) {
+      m = std::max(m, double{x[c]});
+      if (x[c] > x[best]) best = c;
+    }
+    for (std::int32_t c = data::kEosId; c < limit; ++c) sum += std::exp(x[c] - m);
+    lp += x[want] - (m + std::log(sum));
+    argmax = argmax && best == want;
+  }
+  return {lp, argmax};
+}
+
+TEST_CASE("language-model beam search: beam 1 takes the argmax, hypotheses score as the model does",
+          "[generate][beam_search]") {
+  const std::string path = random_checkpoint("stag_test_generate_beam.safetensors");
+  Generator gen(path, {.threads = 1});
+  const auto limit = static_cast<std::int32_t>(gen.tokenizer()->vocab_size());
+  const std::vector<std::int32_t> prompt = gen.tokenizer()->encode("the quick");
+  const std::vector<Hypothesis> greedy = gen.beam_search(prompt, {.beam_size = 1, .max_new = 7});
+  REQUIRE(greedy.size() == 1);
+  CHECK(score_alone(gen, prompt, greedy[0].ids, greedy[0].finished, limit).second);
+  // Beam 3, 3-best: each row's cache followed its hypothesis (a row that read another's cache
+  // would score its tokens wrongly), best first.
+  const std::vector<Hypothesis> beam =
+      gen.beam_search(prompt, {.beam_size = 3, .n_best = 3, .length_penalty = 0.0, .max_new = 7});
+  REQUIRE(beam.size() == 3);
+  for (std::size_t h = 0; h < beam.size(); ++h) {
+    INFO("hypothesis " << h << ": " << beam[h].ids.size() << " ids");
+    CHECK(
+        beam[h].log_prob ==
+        Approx(score_alone(gen, prompt, beam[h].ids, beam[h].finished, limit).first).margin(1e-4));
+    if (h > 0) CHECK(beam[h].score <= beam[h - 1].score);
+  }
+  CHECK(beam[0].log_prob >= greedy[0].log_prob - 1e-6);  // at least as likely as greedy's
+  CHECK_THROWS_WITH(gen.beam_search({}, {}), Catch::Contains("the prompt is empty"));
+  CHECK_THROWS_WITH(gen.beam_search({5000}, {}), Catch::Contains("5000"));
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("the streaming callback sees every token in order, with its text", "[generate]") {
   const std::string path = random_checkpoint("stag_test_generate_stream.safetensors");
   Generator gen(path, {.threads = 1});

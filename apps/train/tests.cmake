@@ -95,8 +95,8 @@ if(TARGET stag-generate)
            --prompt "The " --max-new-tokens 16 --threads 1 --seed 2)
   set_tests_properties(stag_train.lm_generate PROPERTIES LABELS unit DEPENDS stag_train.lm
     ENVIRONMENT "OMP_WAIT_POLICY=passive" PASS_REGULAR_EXPRESSION "model: small \\(char tokeniser\\).*tokens_per_s: ")
-  # It translates with the encoder-decoder checkpoints of stag_train.g2p and stag_train.seq2seq;
-  # beam flags with a language model are refused.
+  # It translates with the encoder-decoder checkpoints of stag_train.g2p and stag_train.seq2seq,
+  # and runs a beam search with the language model's.
   add_test(NAME stag_train.g2p_translate COMMAND stag-generate --checkpoint ${smoke}/g2p/model.safetensors
            --prompt "stag" --beam 3 --n-best 2 --threads 1)
   set_tests_properties(stag_train.g2p_translate PROPERTIES DEPENDS stag_train.g2p
@@ -105,11 +105,16 @@ if(TARGET stag-generate)
            ${smoke}/seq2seq/model.safetensors --prompt-file ${smoke}/digits.tsv --threads 1)
   set_tests_properties(stag_train.seq2seq_translate PROPERTIES DEPENDS stag_train.seq2seq
     PASS_REGULAR_EXPRESSION "model: seq2seq small, beam 1; 500 lines")
-  add_test(NAME stag_train.lm_beam_refused COMMAND stag-generate --checkpoint ${smoke}/lm/model.safetensors
-           --beam 2 --prompt "The ")
-  set_tests_properties(stag_train.lm_beam_refused PROPERTIES DEPENDS stag_train.lm
-    PASS_REGULAR_EXPRESSION "--beam is for encoder-decoder checkpoints")
-  set_tests_properties(stag_train.g2p_translate stag_train.seq2seq_translate stag_train.lm_beam_refused
+  add_test(NAME stag_train.lm_beam COMMAND stag-generate --checkpoint ${smoke}/lm/model.safetensors
+           --beam 3 --n-best 2 --max-new-tokens 8 --prompt "The " --threads 1)
+  set_tests_properties(stag_train.lm_beam PROPERTIES DEPENDS stag_train.lm
+    PASS_REGULAR_EXPRESSION "1\t-?[0-9.]+\tThe .*2\t-?[0-9.]+\tThe .*model: small, beam 3")
+  add_test(NAME stag_train.lm_n_best_needs_beam COMMAND stag-generate --checkpoint
+           ${smoke}/lm/model.safetensors --n-best 2 --prompt "The ")
+  set_tests_properties(stag_train.lm_n_best_needs_beam PROPERTIES DEPENDS stag_train.lm
+    PASS_REGULAR_EXPRESSION "--n-best needs --beam")
+  set_tests_properties(stag_train.g2p_translate stag_train.seq2seq_translate stag_train.lm_beam
+    stag_train.lm_n_best_needs_beam
     PROPERTIES LABELS unit ENVIRONMENT "OMP_WAIT_POLICY=passive")
 endif()
 
