@@ -34,9 +34,13 @@
 #include <stag/models/data/split.hpp>
 #include <stag/models/data/text.hpp>
 // Evaluation, generation and decoding.
+#include <stag/models/beam_search.hpp>
 #include <stag/models/eval/seq_metrics.hpp>
 #include <stag/models/generate.hpp>
 #include <stag/models/generator.hpp>
 #include <stag/models/lm_presets.hpp>
 #include <stag/models/sampling.hpp>
 #include <stag/models/seq2seq_decode.hpp>
+#include <stag/models/seq2seq_generate.hpp>
+#include <stag/models/seq2seq_generator.hpp>
+#include <stag/models/translator.hpp>
