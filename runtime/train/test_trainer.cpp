@@ -628,10 +628,11 @@ TEST_CASE("a time box fitted on slow first steps is fitted again before the warm
   };
   t.fit(src, {.epochs = std::int64_t{1} << 40, .max_seconds = 3.0, .plan_steps = 5});
   INFO("steps " << t.steps_done() << "; schedule " << t.options().lr.describe());
-  // Fitted once, the schedule would end at the warmup's 61 steps, however many the run takes;
-  // fitted again, it ends about where the run does.
+  // Fitted once, the schedule would end at the warmup's 61 steps, however many the run takes
+  // (the first estimate is at most 5 + 10 steps/s * 2.5 s). How close the refit comes to the
+  // steps actually taken depends on the machine's speed, so it is not checked here: under
+  // ctest -j2 the steps after the refit ran twice as fast as those it measured.
   CHECK(t.options().lr.total() > 61);
-  CHECK(t.options().lr.total() >= t.steps_done() / 2);
   CHECK(t.options().lr.total() <= 1000000);
 }
 
