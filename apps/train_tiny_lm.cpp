@@ -17,9 +17,9 @@
 #include <stag/models/data/text.hpp>
 #include <stag/models/lm_presets.hpp>
 #include <stag/ops/random.hpp>
+#include <stag/runtime/session.hpp>
 #include <stag/runtime/train/checkpoint.hpp>
 #include <stag/runtime/train/lr_schedule.hpp>
-#include <stag/runtime/session.hpp>
 
 namespace {
 using namespace stag;

@@ -25,9 +25,8 @@ using namespace stag::train_app;
 int run(int argc, char** argv) {
   // No task named: classify (so that `stag-train --epochs 3` and ./run.sh work).
   std::vector<std::string> args(argv + 1, argv + argc);
-  const bool named =
-      !args.empty() &&
-      (args[0] == "classify" || args[0] == "lm" || args[0] == "g2p" || args[0] == "seq2seq");
+  const bool named = !args.empty() && (args[0] == "classify" || args[0] == "lm" ||
+                                       args[0] == "g2p" || args[0] == "seq2seq");
   const bool top_help = !args.empty() && (args[0] == "-h" || args[0] == "--help");
   if (!named && !top_help) args.insert(args.begin(), "classify");
 

@@ -168,10 +168,12 @@ const char* help_for(const std::string& field) {
        "all, as reported in docs/training.md): smoke tests"},
       {"checkpoint_every", "Save a checkpoint every N steps (0: only at the end)"},
       {"beam",
-       "g2p, seq2seq: beam width of the final decoding of the validation and test words (1: greedy; "
+       "g2p, seq2seq: beam width of the final decoding of the validation and test words (1: "
+       "greedy; "
        "cached decode steps either way)"},
       {"length_penalty",
-       "g2p, seq2seq: beam hypotheses rank by log-probability / length^this (0: the plain sum, which "
+       "g2p, seq2seq: beam hypotheses rank by log-probability / length^this (0: the plain sum, "
+       "which "
        "favours short outputs; 1: the mean per token)"},
       {"out", "The run's folder: checkpoint, metrics, tokenizer"},
       {"keep_best",

@@ -35,8 +35,9 @@ std::string normalize_key(std::string_view text);
 
 // The whole file as bytes. A missing file throws stag::Error naming `what` (the data set) and
 // the path, then `missing_hint` (for a user's own file: "").
-std::string read_file(const std::filesystem::path& path, std::string_view what,
-                      std::string_view missing_hint = " (run tools/data.sh to install the data sets)");
+std::string read_file(
+    const std::filesystem::path& path, std::string_view what,
+    std::string_view missing_hint = " (run tools/data.sh to install the data sets)");
 
 // Where the npm data sets were unpacked: $STAG_DATA_DIR/npm if set, else the first `data/npm`
 // found in the current directory or its ancestors (so tests run from build/ find the repo's).

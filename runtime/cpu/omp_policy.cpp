@@ -47,8 +47,7 @@ double busy_cores(double seconds) {
 }
 
 void choose_omp_wait_policy(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr)
-    return;
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
   const double busy = busy_cores(0.1);
   // Less than half a core busy: nobody needs the cores our threads would spin on.
   const bool idle = busy >= 0 && busy < 0.5;

@@ -233,7 +233,7 @@ void Trainer::fit(const DataSource& data, const FitOptions& o) {
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   };
-  double planned_at = 0;  // when the schedule was last fitted to the time box...
+  double planned_at = 0;           // when the schedule was last fitted to the time box...
   std::int64_t planned_taken = 0;  // ...after this many steps
   bool replanned = false;
   const std::int64_t full_total = opts_.lr.total();  // the schedule's length before the time box
@@ -271,13 +271,13 @@ void Trainer::fit(const DataSource& data, const FitOptions& o) {
         // new shapes and run slower than the rest; before the warmup ends the total has not
         // changed any learning rate yet). The second estimate uses the steps since the first.
         const std::int64_t first = std::max<std::int64_t>(o.plan_steps, 1);
-        const bool replan = planned_at > 0 && !replanned && taken >= 10 * first &&
-                            step_ <= opts_.lr.warmup();
+        const bool replan =
+            planned_at > 0 && !replanned && taken >= 10 * first && step_ <= opts_.lr.warmup();
         if (full_total > 0 && ((planned_at == 0 && taken >= first) || replan)) {
           const double now = elapsed();
-          const double rate = replan ? static_cast<double>(taken - planned_taken) /
-                                           std::max(now - planned_at, 1e-9)
-                                     : static_cast<double>(taken) / now;
+          const double rate =
+              replan ? static_cast<double>(taken - planned_taken) / std::max(now - planned_at, 1e-9)
+                     : static_cast<double>(taken) / now;
           if (replan) replanned = true;
           planned_at = now;
           planned_taken = taken;
