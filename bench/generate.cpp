@@ -169,12 +169,7 @@ int main(int argc, char** argv) {
   // steps of one token per row, each feeding the argmax of the last (no early <eos>).
   {
     const Seq2SeqGraphs gr = seq2seq_graphs<kTextSeq2SeqSmall>();
-    NamedArrays w;
-    for (const GraphView* g : {&gr.encode, &gr.decode})
-      for (auto& [k, a] : make_params(*g, {{"batch", 1}, {"max_len", 1}, {"src_seq", 1}}, 1)) {
-        const int n = g->find(k);
-        if (n >= 0 && (g->node(n).flags & kFlagParam)) w.emplace(k, a);
-      }
+    const NamedArrays w = seq2seq_weights(gr, 1);
     std::printf(
         "bench.generate.seq2seq_model: stag-train seq2seq's small (random weights), 2+2 "
         "layers, d_model 128, vocab 256\n");

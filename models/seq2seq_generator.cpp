@@ -5,6 +5,7 @@
 
 #include <stag/models/data/batch.hpp>
 #include <stag/models/seq2seq_generator.hpp>
+#include <stag/runtime/params.hpp>
 
 namespace stag {
 namespace {
@@ -24,6 +25,17 @@ void check_weights(const Session& s, const NamedArrays& weights, const char* whi
 }
 
 }  // namespace
+
+NamedArrays seq2seq_weights(const Seq2SeqGraphs& graphs, std::uint64_t seed) {
+  NamedArrays w;
+  for (const GraphView* g : {&graphs.encode, &graphs.decode})
+    for (auto& [name, a] :
+         make_params(*g, {{"batch", 1}, {"max_len", 1}, {"src_seq", 1}, {"chunk", 1}}, seed)) {
+      const int n = g->find(name);
+      if (n >= 0 && (g->node(n).flags & kFlagParam)) w.emplace(name, a);
+    }
+  return w;
+}
 
 Seq2SeqGenerator::Seq2SeqGenerator(const Seq2SeqGraphs& graphs, NamedArrays weights,
                                    Seq2SeqGeneratorOptions options)

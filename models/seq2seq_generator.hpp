@@ -33,6 +33,10 @@ Seq2SeqGraphs seq2seq_graphs() {
           C.tgt_vocab};
 }
 
+// The parameters of both graphs (no state), initialised from `seed`: the store a checkpoint is
+// loaded into, or random weights for tests and benchmarks.
+NamedArrays seq2seq_weights(const Seq2SeqGraphs& graphs, std::uint64_t seed = 0);
+
 struct Seq2SeqGeneratorOptions {
   int threads = 0;  // 0: every core
   Schedule schedule = Schedule::sequential;

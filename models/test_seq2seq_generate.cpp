@@ -370,12 +370,7 @@ using namespace stag;
 std::string g2p_checkpoint(const th::TempDir& dir, const std::string& name, const std::string& task,
                            int d_model, bool with_letters = true) {
   const Seq2SeqGraphs gr = seq2seq_graphs<kG2pSmall>();
-  NamedArrays w;
-  for (const GraphView* g : {&gr.encode, &gr.decode})
-    for (auto& [k, a] : make_params(*g, {{"batch", 1}, {"max_len", 1}, {"src_seq", 1}}, 4)) {
-      const int n = g->find(k);
-      if (n >= 0 && (g->node(n).flags & kFlagParam)) w.emplace(k, a);
-    }
+  const NamedArrays w = seq2seq_weights(gr, 4);
   const std::vector<std::string> words = {"stag", "graph", "cat"};
   std::string config = R"({"format": "stag-train/1", "task": ")" + task +
                        R"(", "preset": "small", "model": {"d_model": )" + std::to_string(d_model) +

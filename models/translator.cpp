@@ -9,7 +9,6 @@
 #include <stag/models/data/batch.hpp>
 #include <stag/models/presets.hpp>
 #include <stag/models/translator.hpp>
-#include <stag/runtime/params.hpp>
 #include <stag/runtime/train/checkpoint.hpp>
 
 namespace stag {
@@ -74,13 +73,7 @@ Translator::Translator(const std::string& checkpoint, TranslatorOptions options)
              "' has " + value.dump() + " (trained with another build of stag?)");
 
   // The parameters of both graphs, filled from the file (optimizer state in it is ignored).
-  NamedArrays weights;
-  for (const GraphView* g : {&found->graphs.encode, &found->graphs.decode})
-    for (auto& [name, a] :
-         make_params(*g, {{"batch", 1}, {"max_len", 1}, {"src_seq", 1}, {"chunk", 1}}, 0)) {
-      const int n = g->find(name);
-      if (n >= 0 && (g->node(n).flags & kFlagParam)) weights.emplace(name, a);
-    }
+  NamedArrays weights = seq2seq_weights(found->graphs);
   load_checkpoint(checkpoint, weights,
                   {.allow_unexpected = true,
                    .allow_nonfinite = options.allow_nonfinite,
