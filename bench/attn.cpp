@@ -1,8 +1,9 @@
 // stag-bench-attn: the long-sequence attention benchmark of issue 15 §7. A training step of the
 // library's multi_head_attention<8> (d_model 512, head dim 64, batch 1, causal), fused against
 // unfused, for S = 512 ... 16384; the bare fused op's forward + backward, whose FLOP rate is
-// compared with a plain oneDNN matmul measured in the same run; and a sliding-window (W = 256)
-// variant (ALiBi is not in yet), whose time should grow linearly in S. Prints
+// compared with a plain oneDNN matmul measured in the same run; a sliding-window (W = 256)
+// variant, whose time should grow linearly in S; and ALiBi (a score_mod) with that window, as
+// the built-in mask and as a mask_mod (a block mask computed each step). Prints
 // `bench.attn.<case>.<metric>: value unit`.
 //   stag-bench-attn [--threads N] [--steps N] [--max-unfused S] [--lengths 512,1024,...]
 #include <algorithm>
@@ -14,6 +15,7 @@
 
 #include "bench_models.hpp"
 
+#include <stag/models/attention_variants.hpp>
 #include <stag/ops/random.hpp>
 #include <stag/stag.hpp>
 
@@ -44,6 +46,25 @@ constexpr auto bare = model([](Builder& g) {
 });
 constexpr auto causal_train = grad<bare<AttnMask::causal>, "q", "k", "v">();
 constexpr auto window_train = grad<bare<AttnMask::sliding_window>, "q", "k", "v">();
+
+// ALiBi as a score_mod over the built-in window (MaskMod false) or a mask_mod window (true).
+template <bool MaskMod>
+constexpr auto bare_alibi = model([](Builder& g) {
+  auto q = input<"q", Shape<1, kHeads, seq, kHeadDim>>(g);
+  auto k = input<"k", Shape<1, kHeads, seq, kHeadDim>>(g);
+  auto v = input<"v", Shape<1, kHeads, seq, kHeadDim>>(g);
+  auto w = input<"w", Shape<1, kHeads, seq, kHeadDim>>(g);
+  auto alibi = score_mod<"alibi">(variants::alibi, alibi_slopes<kHeads>(g));
+  auto o = [&] {
+    if constexpr (MaskMod)
+      return sdpa(q, k, v, alibi, mask_mod<"window">(variants::sliding_window<kWindow>));
+    else
+      return sdpa(q, k, v, alibi, {.mask = AttnMask::sliding_window, .window = kWindow});
+  }();
+  return sum<0, 1, 2, 3>(o * w);
+});
+constexpr auto alibi_train = grad<bare_alibi<false>, "q", "k", "v">();
+constexpr auto alibi_mask_train = grad<bare_alibi<true>, "q", "k", "v">();
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -152,7 +173,11 @@ int main(int argc, char** argv) {
     const auto [wt, wp] = time_session(window_train, op_in, threads, steps);
     print(tag + ".op_window256.step_ms", 1e3 * wt, "ms");
     print(tag + ".op_window256.plan_peak_mib", wp, "MiB");
-    (void)cp;
+    const auto [at, ap] = time_session(alibi_train, op_in, threads, steps);
+    print(tag + ".op_alibi_window256.step_ms", 1e3 * at, "ms");
+    const auto [mt, mp] = time_session(alibi_mask_train, op_in, threads, steps);
+    print(tag + ".op_alibi_maskmod_window256.step_ms", 1e3 * mt, "ms");
+    (void)cp, (void)ap, (void)mp;
   }
   return 0;
 }

@@ -25,6 +25,9 @@ inline constexpr int kMaxFloatAttrs = 4;
 struct Attrs {
   std::int64_t i[kMaxIntAttrs] = {};
   double f[kMaxFloatAttrs] = {};
+  // Op-specific static data: the address of a constexpr object of static storage, read by the
+  // op's kernels (the fused attention's compiled score_mod / mask_mod, ops/attention/mods.hpp).
+  const void* ext = nullptr;
 };
 
 enum NodeFlag : std::uint8_t {

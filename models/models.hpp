@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stag/models/attention.hpp>
+#include <stag/models/attention_variants.hpp>
 #include <stag/models/blocks.hpp>
 #include <stag/models/classifier.hpp>
 #include <stag/models/layers.hpp>

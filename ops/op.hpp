@@ -126,4 +126,16 @@ constexpr Ref emit(OpId id, std::string_view name, std::initializer_list<Ref> in
   return Ref{b, id_n};
 }
 
+// emit over a counted list of inputs (an op whose input count depends on its options).
+constexpr Ref emit_list(OpId id, std::string_view name, const Ref* in, int n, const ShapeResult& r,
+                        const Attrs* attrs = nullptr) {
+  raise_shape_error(r.err);
+  if (n < 1 || n > kMaxInputs) throw GraphError("stag: an op takes 1 to 8 inputs");
+  int ids[kMaxInputs] = {};
+  for (int k = 0; k < n; ++k) ids[k] = in[k].id;
+  const int id_n = in[0].b->add(code(id), std::span<const int>(ids, static_cast<std::size_t>(n)),
+                                r.shape, r.dtype, attrs, name);
+  return Ref{in[0].b, id_n};
+}
+
 }  // namespace stag

@@ -171,8 +171,11 @@ std::string Session::describe_kernels() const {
   std::ostringstream s;
   for (int n : plan().order) {
     const NodePlan& p = plan().nodes[static_cast<std::size_t>(n)];
-    s << g_.name(n) << "  " << op_name(g_.node(n).op) << "  " << p.kernel_name
-      << (p.in_place ? "  (in place)" : "") << "\n";
+    // NOTE: asked now, not at plan time: some kernels report what the last step did (the
+    // fused attention's block mask of a mask_mod).
+    s << g_.name(n) << "  " << op_name(g_.node(n).op) << "  "
+      << (p.kernel ? p.kernel->describe() : p.kernel_name) << (p.in_place ? "  (in place)" : "")
+      << "\n";
   }
   return s.str();
 }

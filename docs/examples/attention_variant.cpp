@@ -9,6 +9,7 @@
 #include <numbers>
 #include <sstream>
 
+#include <stag/models/attention_variants.hpp>
 #include <stag/runtime/gradcheck.hpp>
 
 #include "doc_tools.hpp"
@@ -78,6 +79,31 @@ static_assert(alibi_lm.shape(alibi_lm.find("layers.0.attn.weights")) ==
 constexpr auto alibi_step = train_step<alibi_lm, AdamW{.weight_decay = 0.01}>();
 // snippet-end: static
 
+// snippet-begin: fused
+// The same variant on the fused attention op: ALiBi as a score_mod (compiled into the kernel's
+// inner loop) over the built-in sliding window (its other tiles are skipped). No [S, S] tensor
+// exists; the parameters have the same names as the chain's, so the same weights load.
+template <auto H, int Window, class S, DType T>
+constexpr auto alibi_window_fused(Scope s, Tensor<S, T> x) {
+  return flex_self_attention<H>(s, x, score_mod<"alibi">(variants::alibi, alibi_slopes<H, T>(*s.b)),
+                                no_mask_mod, {.mask = AttnMask::sliding_window, .window = Window});
+}
+constexpr auto alibi_lm_fused = model([](Builder& g) {
+  auto ids = input<"ids", Shape<batch, seq>, DType::i32>(g);
+  auto next = input<"next", Shape<batch, seq>, DType::i32>(g);
+  auto x = token_embedding<50, 32>(g / "embed", ids);
+  for (int l = 0; l < 2; ++l) {
+    auto s = g / "layers" / l;
+    auto guard = s.enter();
+    x = x + alibi_window_fused<4, 3>(s / "attn", rms_norm_layer(s / "norm1", x));
+    x = x + swiglu<64>(s / "mlp", rms_norm_layer(s / "norm2", x));
+  }
+  auto logits = linear<50>(g / "head", rms_norm_layer(g / "norm", x), false);
+  return cross_entropy(logits, next);
+});
+static_assert(alibi_lm_fused.count(op::attention) == 2 && alibi_lm_fused.count(op::softmax) == 0);
+// snippet-end: fused
+
 int main() {
   const std::int64_t B = 2, S = 6, H = 4, W = 3;
   const NamedArrays in{{"ids", docs::random_ids({B, S}, 50, 1)},
@@ -102,6 +128,17 @@ int main() {
   std::printf("loss: runtime %.6f, reference %.6f\n", sess.result(), ref.result().at(0));
   // snippet-end: runtime
   docs::expect(std::abs(sess.result() - ref.result().at(0)) < 1e-4, "runtime and reference agree");
+
+  // The fused model on the same weights: the same loss, and its gradients pass the same check.
+  Session fused(alibi_lm_fused);
+  fused.set_params(params);
+  fused.set_inputs(in);
+  fused.run();
+  std::printf("loss: fused %.6f, chain %.6f\n", fused.result(), sess.result());
+  docs::expect(std::abs(fused.result() - sess.result()) < 1e-4,
+               "the score_mod variant computes the chain's loss");
+  const GradcheckReport rf = gradcheck(grad<alibi_lm_fused>(), in, params, {.max_elements = 24});
+  docs::expect(rf.ok && rf.checked > 0, "the fused variant's gradients match central differences");
 
   // The window's promise, on the runtime's weights: key j gets weight 0 unless i - 3 < j <= i,
   // each row sums to 1, and inside the window a nearer key is favoured for equal scores (checked

@@ -28,6 +28,9 @@
 // recompute the probabilities tile by tile from the forward's saved log-sum-exp.
 #pragma once
 
+#include <tuple>
+
+#include <stag/ops/attention/mods.hpp>
 #include <stag/ops/op.hpp>
 
 namespace stag {
@@ -35,13 +38,16 @@ namespace stag {
 template <>
 struct OpDef<OpId::attention> {
   // Inputs: q, k, v, and optionally the keep mask (no gradient).
-  static constexpr OpInfo info{"attention", "attention", -1, 0b1000};
+  // NOTE: no no_grad bits: input 3 is a bool keep mask or i32 positions (which never carry
+  // gradient) or, with score_mod, a float tensor that does.
+  static constexpr OpInfo info{"attention", "attention", -1, 0};
   static constexpr void vjp(VjpCtx&);
   static void reference(const KernelArgs&);
   static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
   static constexpr std::uint8_t cpu_strided = 0b1111;  // q, k, v and the mask may be views
 };
-// dq. Inputs: q, k, v, o (the forward's output), do, and the keep mask if the forward has one.
+// dq. Inputs: q, k, v, o (the forward's output), do, and the forward's further inputs (keep
+// mask or captured tensors).
 template <>
 struct OpDef<OpId::attention_backward> {
   static constexpr OpInfo info{"attention_backward", "dattention", -1};
@@ -49,9 +55,9 @@ struct OpDef<OpId::attention_backward> {
   static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
   static constexpr std::uint8_t cpu_strided = 0b111111;
 };
-// dk (attr i[5] = 0) or dv (1). Inputs: the attention_backward node, then its inputs. The CPU
-// kernel takes the values that attention_backward computed along with dq; the reference
-// kernel recomputes them.
+// dk (attr i[5] = 0), dv (1) or the gradient of score_mod's captured tensor j (2 + j). Inputs: the
+// attention_backward node, then its inputs. The CPU kernel takes the values that attention_backward
+// computed along with dq; the reference kernel recomputes them.
 template <>
 struct OpDef<OpId::attention_backward_kv> {
   static constexpr OpInfo info{"attention_backward_kv", "dattention_kv", -1};
@@ -183,21 +189,29 @@ constexpr Ref sdpa_cached(Ref q, Ref k, Ref v, Ref pos, const SdpaOptions& o) {
               &a);
 }
 
-constexpr Ref attention_backward(Ref q, Ref k, Ref v, Ref o, Ref g, Ref keep, const Attrs& a) {
-  const ShapeResult r = shape_ok(q.shape(), q.dtype());
-  return keep.valid()
-             ? emit(OpId::attention_backward, "attention_backward", {q, k, v, o, g, keep}, r, &a)
-             : emit(OpId::attention_backward, "attention_backward", {q, k, v, o, g}, r, &a);
+// The forward node's inputs from 3 on (keep mask or captured tensors) follow q, k, v, o, do.
+constexpr Ref attention_backward(Ref q, Ref k, Ref v, Ref o, Ref g, const Ref* extra, int n_extra,
+                                 const Attrs& a) {
+  const Ref in[kMaxInputs] = {q,
+                              k,
+                              v,
+                              o,
+                              g,
+                              n_extra > 0 ? extra[0] : Ref{},
+                              n_extra > 1 ? extra[1] : Ref{},
+                              n_extra > 2 ? extra[2] : Ref{}};
+  return emit_list(OpId::attention_backward, "attention_backward", in, 5 + n_extra,
+                   shape_ok(q.shape(), q.dtype()), &a);
 }
-// which = 0: dk, 1: dv.
-constexpr Ref attention_backward_kv(Ref dq, Ref q, Ref k, Ref v, Ref o, Ref g, Ref keep, Attrs a,
-                                    int which) {
+// which = 0: dk, 1: dv, 2 + j: score_mod's captured tensor j.
+constexpr Ref attention_backward_kv(Ref dq, Ref q, Ref k, Ref v, Ref o, Ref g, const Ref* extra,
+                                    int n_extra, Attrs a, int which) {
   a.i[5] = which;
-  const ShapeResult r = shape_ok(which == 0 ? k.shape() : v.shape(), q.dtype());
-  return keep.valid() ? emit(OpId::attention_backward_kv, "attention_backward_kv",
-                             {dq, q, k, v, o, g, keep}, r, &a)
-                      : emit(OpId::attention_backward_kv, "attention_backward_kv",
-                             {dq, q, k, v, o, g}, r, &a);
+  const ShapeResult r = shape_ok(
+      which == 0 ? k.shape() : (which == 1 ? v.shape() : extra[which - 2].shape()), q.dtype());
+  const Ref in[kMaxInputs] = {
+      dq, q, k, v, o, g, n_extra > 0 ? extra[0] : Ref{}, n_extra > 1 ? extra[1] : Ref{}};
+  return emit_list(OpId::attention_backward_kv, "attention_backward_kv", in, 6 + n_extra, r, &a);
 }
 
 namespace detail {
@@ -261,6 +275,144 @@ constexpr auto sdpa(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> v, Tensor<SM
     return typed<r.shape, T, SQ, SK, SV>(sdpa(q.ref(), k.ref(), v.ref(), keep.ref(), o));
   else
     return q;
+}
+
+// ---- score_mod and mask_mod (ops/attention/mods.hpp) -----------------------------------------
+//   sdpa(q, k, v, score_mod(f, t...), {...})               score_mod(score, b, h, q_idx, kv_idx,
+//   t...) sdpa(q, k, v, mask_mod(m, t...), {...})                mask_mod(b, h, q_idx, kv_idx,
+//   t...) -> bool sdpa(q, k, v, score_mod(f, ...), mask_mod(m, ...), {...})
+// f and m are lambdas without captures; the tensors t they read (at most two in all) become
+// inputs of the node, and float tensors read by score_mod receive gradients. Indices are raw:
+// q_idx in [0, Sq), kv_idx in [0, Sk). The built-in mask of the options still applies (and its
+// tiles are skipped analytically); a mask_mod's fully masked tiles are found when the step runs
+// (a block mask per step) and skipped too. score_mod<"name">(f, ...) names it in
+// describe_kernels() and pictures. Attrs: i[4] = 2, i[7] = score captures + 16 x mask
+// captures, ext = the attn::Mods descriptor.
+// PyTorch: flex_attention(q, k, v, score_mod=f, block_mask=create_block_mask(m, ...)).
+template <fixed_string Name, class F, class... C>
+struct ScoreModFn {
+  std::tuple<C...> caps;
+};
+template <fixed_string Name, class F, class... C>
+struct MaskModFn {
+  std::tuple<C...> caps;
+};
+
+template <fixed_string Name = "score_mod", class F, class... S, DType... D>
+constexpr ScoreModFn<Name, F, Tensor<S, D>...> score_mod(F, Tensor<S, D>... captured) {
+  static_assert(std::is_empty_v<F> && std::is_default_constructible_v<F>,
+                "stag::score_mod: the function must be a lambda without captures; pass the "
+                "tensors it reads as further arguments: score_mod(f, t...)");
+  return {{captured...}};
+}
+template <fixed_string Name = "mask_mod", class F, class... S, DType... D>
+constexpr MaskModFn<Name, F, Tensor<S, D>...> mask_mod(F, Tensor<S, D>... captured) {
+  static_assert(std::is_empty_v<F> && std::is_default_constructible_v<F>,
+                "stag::mask_mod: the function must be a lambda without captures; pass the "
+                "tensors it reads as further arguments: mask_mod(f, t...)");
+  return {{captured...}};
+}
+
+// Untyped front-end: caps holds score_mod's n_score tensors, then mask_mod's.
+constexpr Ref sdpa_mods(Ref q, Ref k, Ref v, const Ref* caps, int n_caps, int n_score,
+                        const attn::Mods* mods, const SdpaOptions& o) {
+  Attrs a = detail::sdpa_attrs(o, o.salt >= 0 ? o.salt : q.b->size());
+  a.i[4] = 2;
+  a.i[7] = n_score + 16 * (n_caps - n_score);
+  a.ext = mods;
+  const Ref in[kMaxInputs] = {q, k, v, n_caps > 0 ? caps[0] : Ref{}, n_caps > 1 ? caps[1] : Ref{}};
+  return emit_list(
+      OpId::attention, "attention", in, 3 + n_caps,
+      rules::attention(q.shape(), q.dtype(), k.shape(), k.dtype(), v.shape(), v.dtype()), &a);
+}
+
+namespace detail {
+template <class X>
+struct mod_traits;
+template <fixed_string N, class F, class... C>
+struct mod_traits<ScoreModFn<N, F, C...>> {
+  static constexpr fixed_string name = N;
+  using fn = F;
+  using caps = attn::CapList<attn::CapSpec<C::rank, C::dtype>...>;
+  static constexpr int n = sizeof...(C);
+  static constexpr bool ranks_ok = ((C::rank <= attn::kMaxCaptureRank) && ... && true);
+  template <DType T>
+  static constexpr bool dtypes_ok = ((!is_float(C::dtype) || C::dtype == T) && ... && true);
+};
+template <fixed_string N, class F, class... C>
+struct mod_traits<MaskModFn<N, F, C...>> : mod_traits<ScoreModFn<N, F, C...>> {};
+
+template <class F, class T, class L>
+struct score_check;
+template <class F, class T, class... C>
+struct score_check<F, T, attn::CapList<C...>> {
+  using R = attn::score_result_t<F, T, C...>;
+  static constexpr bool ok = attn::is_dual<R>::value || std::is_arithmetic_v<R>;
+};
+template <class F, class T, class L>
+struct mask_check;
+template <class F, class T, class... C>
+struct mask_check<F, T, attn::CapList<C...>> {
+  static constexpr bool ok = std::is_same_v<attn::mask_result_t<F, T, C...>, bool>;
+};
+
+template <class SQ, class SK, class SV, DType T, class SM, class MM>
+constexpr auto sdpa_with_mods(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> v, const SM& sm,
+                              const MM& mm, const SdpaOptions& o) {
+  constexpr ShapeResult r = rules::attention(SQ::value, T, SK::value, T, SV::value, T);
+  sdpa_checks<r>();
+  using TS = mod_traits<SM>;
+  using TM = mod_traits<MM>;
+  using E = std::conditional_t<T == DType::f64, double, float>;
+  constexpr bool has_score = !std::is_same_v<typename TS::fn, attn::NoScore>;
+  constexpr bool has_mask = !std::is_same_v<typename TM::fn, attn::NoMask>;
+  static_assert(TS::n + TM::n <= attn::kMaxCaptures,
+                "stag::sdpa: score_mod and mask_mod read at most two tensors together; stack "
+                "or concatenate more into one");
+  static_assert(TS::ranks_ok && TM::ranks_ok,
+                "stag::sdpa: a tensor captured by score_mod / mask_mod has at most 4 dims");
+  static_assert(TS::template dtypes_ok<T> && TM::template dtypes_ok<T>,
+                "stag::sdpa: a float tensor captured by score_mod / mask_mod needs the dtype of "
+                "q, k and v");
+  if constexpr (has_score)
+    static_assert(score_check<typename TS::fn, E, typename TS::caps>::ok,
+                  "stag::sdpa: score_mod(score, b, h, q_idx, kv_idx, captured...) must return "
+                  "the modified score (an expression of its first argument, or a number)");
+  if constexpr (has_mask)
+    static_assert(mask_check<typename TM::fn, E, typename TM::caps>::ok,
+                  "stag::sdpa: mask_mod(b, h, q_idx, kv_idx, captured...) must return bool "
+                  "(true: the query sees the key)");
+  if constexpr (r.ok()) {
+    Ref caps[attn::kMaxCaptures + 1] = {};
+    int n = 0;
+    std::apply([&](const auto&... c) { ((caps[n++] = c.ref()), ...); }, sm.caps);
+    std::apply([&](const auto&... c) { ((caps[n++] = c.ref()), ...); }, mm.caps);
+    const attn::Mods* mods = &attn::kMods<TS::name, typename TS::fn, typename TS::caps, TM::name,
+                                          typename TM::fn, typename TM::caps>;
+    return typed<r.shape, T, SQ, SK, SV>(
+        sdpa_mods(q.ref(), k.ref(), v.ref(), caps, n, TS::n, mods, o));
+  } else {
+    return q;
+  }
+}
+}  // namespace detail
+
+template <class SQ, class SK, class SV, DType T, fixed_string N, class F, class... C>
+constexpr auto sdpa(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> v,
+                    const ScoreModFn<N, F, C...>& sm, const SdpaOptions& o = {}) {
+  return detail::sdpa_with_mods(q, k, v, sm, MaskModFn<"", attn::NoMask>{}, o);
+}
+template <class SQ, class SK, class SV, DType T, fixed_string N, class F, class... C>
+constexpr auto sdpa(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> v,
+                    const MaskModFn<N, F, C...>& mm, const SdpaOptions& o = {}) {
+  return detail::sdpa_with_mods(q, k, v, ScoreModFn<"", attn::NoScore>{}, mm, o);
+}
+template <class SQ, class SK, class SV, DType T, fixed_string N, class F, class... C,
+          fixed_string NM, class FM, class... CM>
+constexpr auto sdpa(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> v,
+                    const ScoreModFn<N, F, C...>& sm, const MaskModFn<NM, FM, CM...>& mm,
+                    const SdpaOptions& o = {}) {
+  return detail::sdpa_with_mods(q, k, v, sm, mm, o);
 }
 
 }  // namespace stag

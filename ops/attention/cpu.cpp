@@ -52,7 +52,10 @@ bool problem_of(const CpuNode& n, int first, int keep, attn::Problem& p) {
   p.q = q.as<const float>();
   p.k = k.as<const float>();
   p.v = v.as<const float>();
-  if (a.i[4] != 0) {  // input 3: the cache positions [B] i32, read when the step runs
+  if (a.i[4] == 2) {  // inputs from `keep` on: the tensors score_mod and mask_mod capture
+    p.mods = kernel::mods_of(a);
+    p.run = kernel::mod_run(*p.mods, n.in, keep, nullptr);
+  } else if (a.i[4] != 0) {  // input 3: the cache positions [B] i32, read when the step runs
     p.pos = n.in[3].as<const std::int32_t>();
   } else if (keep < static_cast<int>(n.in.size())) {
     TensorView m = n.in[static_cast<std::size_t>(keep)];
@@ -68,10 +71,30 @@ bool problem_of(const CpuNode& n, int first, int keep, attn::Problem& p) {
   return true;
 }
 
-std::string describe_of(const char* what, const attn::Problem& p) {
+// ", score_mod alibi, mask_mod document" for a node with user functions.
+std::string mods_text(const attn::Problem& p) {
+  std::string s;
+  if (p.mods == nullptr) return s;
+  if (!p.mods->score_name.empty()) s += ", score_mod " + std::string(p.mods->score_name);
+  if (!p.mods->mask_name.empty()) s += ", mask_mod " + std::string(p.mods->mask_name);
+  return s;
+}
+
+std::string describe_of(const char* what, const attn::Problem& p, double block_fraction = -1) {
   static constexpr const char* kMasks[] = {"no mask", "causal", "sliding window"};
   static constexpr const char* kMods[] = {"", ", alibi", ", softcap"};
-  char buf[200];
+  char buf[300];
+  const std::string mods = mods_text(p);
+  if (p.mods != nullptr && p.mods->mask_tile != nullptr) {
+    // The block mask is computed when the step runs: report the last step's.
+    char frac[64] = "block mask per step, not run yet";
+    if (block_fraction >= 0)
+      std::snprintf(frac, sizeof frac, "block mask per step: %.0f%% of tiles computed",
+                    100.0 * block_fraction);
+    std::snprintf(buf, sizeof buf, "own %s (%dx%d tiles, %s%s, %s)", what, attn::kTile, attn::kTile,
+                  kMasks[static_cast<int>(p.mask)], mods.c_str(), frac);
+    return buf;
+  }
   if (p.pos) {
     std::snprintf(buf, sizeof buf,
                   "own %s (%dx%d tiles, %s at per-row cache positions%s, key tiles past each "
@@ -80,9 +103,9 @@ std::string describe_of(const char* what, const attn::Problem& p) {
                   kMods[static_cast<int>(p.score_mod)]);
     return buf;
   }
-  std::snprintf(buf, sizeof buf, "own %s (%dx%d tiles, %s%s%s, %.0f%% of tiles computed)", what,
+  std::snprintf(buf, sizeof buf, "own %s (%dx%d tiles, %s%s%s%s, %.0f%% of tiles computed)", what,
                 attn::kTile, attn::kTile, kMasks[static_cast<int>(p.mask)],
-                p.keep ? " + keep mask" : "", kMods[static_cast<int>(p.score_mod)],
+                p.keep ? " + keep mask" : "", kMods[static_cast<int>(p.score_mod)], mods.c_str(),
                 100.0 * attn::tile_fraction(p));
   return buf;
 }
@@ -97,16 +120,46 @@ void set_dropout(attn::Problem& p, const Attrs& a, const RunState& s) {
   p.drop_scale = static_cast<float>(1.0 / (1.0 - drop));
 }
 
-class AttentionKernel final : public OwnKernel {
+// What the forward and backward kernels share for score_mod / mask_mod: the fault record of
+// the captured tensors' reads and the block mask, computed when the step runs.
+class ModState {
+ protected:
+  void bind(attn::Problem& p) { p.run.fault = &fault_; }
+  // Before a run: the block mask of a mask_mod.
+  void before(attn::Problem& p) {
+    if (p.mods == nullptr) return;
+    fault_.reset();
+    if (p.mods->mask_tile != nullptr) {
+      p.blocks = nullptr;
+      fraction_ = attn::compute_blocks(p, blocks_);
+      p.blocks = blocks_.data();
+    }
+  }
+  void after(const GraphView& g, int node, const attn::Problem& p) {
+    if (p.mods != nullptr) kernel::check_mod_fault(g, node, *p.mods, fault_);
+  }
+  attn::Fault fault_;
+  std::vector<std::uint8_t> blocks_;
+  double fraction_ = -1;
+};
+
+class AttentionKernel final : public OwnKernel, ModState {
  public:
   AttentionKernel(const CpuNode& n, const attn::Problem& p, std::shared_ptr<std::vector<float>> lse)
       : OwnKernel(n, &OpDef<OpId::attention>::reference, describe_of("attention", p)),
         p_(p),
-        lse_(std::move(lse)) {}
+        lse_(std::move(lse)) {
+    bind(p_);
+  }
   void run() override {
     if (p_.pos) kernel::check_cache_positions(g_, node_, p_.pos, p_.B, p_.Sq, p_.Sk);
     set_dropout(p_, attr(), state_);
+    before(p_);
     attn::forward(p_, out_.as<float>(), lse_->data());
+    after(g_, node_, p_);
+  }
+  std::string describe() const override {
+    return p_.mods ? describe_of("attention", p_, fraction_) : OwnKernel::describe();
   }
 
  private:
@@ -114,7 +167,7 @@ class AttentionKernel final : public OwnKernel {
   std::shared_ptr<std::vector<float>> lse_;
 };
 
-class AttentionBackwardKernel final : public OwnKernel {
+class AttentionBackwardKernel final : public OwnKernel, ModState {
  public:
   AttentionBackwardKernel(const CpuNode& n, const attn::Problem& p,
                           std::shared_ptr<std::vector<float>> lse,
@@ -126,13 +179,28 @@ class AttentionBackwardKernel final : public OwnKernel {
         dkv_(std::move(dkv)) {
     head_strides(n.in[3], o_st_);
     head_strides(n.in[4], do_st_);
+    bind(p_);
   }
   void run() override {
     set_dropout(p_, attr(), state_);
+    before(p_);
     float* dk = dkv_->data();
     float* dv = dk + p_.B * p_.Hkv * p_.Sk * p_.Dk;
+    // The gradients of score_mod's float captures follow dk and dv in the same buffer.
+    float* cap_grads[attn::kMaxCaptures] = {};
+    if (p_.mods != nullptr) {
+      const std::span<const TensorView> caps(in_.data() + 5, in_.size() - 5);
+      for (int j = 0; j < p_.mods->n_score; ++j)
+        if (p_.mods->cap_float & (1u << j))
+          cap_grads[j] =
+              dv + p_.B * p_.Hkv * p_.Sk * p_.Dv + kernel::cap_grad_slot(*p_.mods, caps, j).first;
+    }
     attn::backward(p_, in_[3].as<const float>(), o_st_, in_[4].as<const float>(), do_st_,
-                   lse_ ? lse_->data() : nullptr, out_.as<float>(), dk, dv);
+                   lse_ ? lse_->data() : nullptr, out_.as<float>(), dk, dv, cap_grads);
+    after(g_, node_, p_);
+  }
+  std::string describe() const override {
+    return p_.mods ? describe_of("attention backward", p_, fraction_) : OwnKernel::describe();
   }
 
  private:
@@ -146,7 +214,8 @@ class AttentionKvKernel final : public OwnKernel {
  public:
   AttentionKvKernel(const CpuNode& n, std::shared_ptr<std::vector<float>> dkv, std::int64_t offset)
       : OwnKernel(n, &OpDef<OpId::attention_backward_kv>::reference,
-                  "own attention backward (dk, dv computed with dq)"),
+                  "own attention backward (dk, dv and captured tensors' gradients computed with "
+                  "dq)"),
         dkv_(std::move(dkv)),
         offset_(offset) {}
   void run() override {
@@ -193,8 +262,14 @@ std::unique_ptr<CpuKernel> OpDef<OpId::attention_backward>::cpu(const CpuNode& n
   if (it != n.ctx.handoff.end() &&
       it->second->size() == static_cast<std::size_t>(p.B * p.Hq * p.Sq))
     lse = it->second;
+  std::int64_t cap_size = 0;  // the gradients of score_mod's float captured tensors
+  if (p.mods != nullptr) {
+    const std::span<const TensorView> caps(n.in.data() + 5, n.in.size() - 5);
+    for (int j = 0; j < p.mods->n_score; ++j)
+      if (p.mods->cap_float & (1u << j)) cap_size += caps[static_cast<std::size_t>(j)].numel();
+  }
   auto dkv = std::make_shared<std::vector<float>>(
-      static_cast<std::size_t>(p.B * p.Hkv * p.Sk * (p.Dk + p.Dv)));
+      static_cast<std::size_t>(p.B * p.Hkv * p.Sk * (p.Dk + p.Dv) + cap_size));
   n.ctx.handoff[key_of(n, n.node)] = dkv;
   return std::make_unique<AttentionBackwardKernel>(n, p, lse, dkv);
 }
@@ -202,9 +277,17 @@ std::unique_ptr<CpuKernel> OpDef<OpId::attention_backward>::cpu(const CpuNode& n
 std::unique_ptr<CpuKernel> OpDef<OpId::attention_backward_kv>::cpu(const CpuNode& n) {
   const auto it = n.ctx.handoff.find(key_of(n, n.n().in[0]));
   if (it == n.ctx.handoff.end() || n.out.dtype != DType::f32 || !n.out.contiguous()) return nullptr;
-  const TensorView& k = n.in[2];
+  const TensorView &k = n.in[2], &v = n.in[3];
   const std::int64_t dk_size = k.numel();
-  const std::int64_t offset = n.attr().i[5] == 0 ? 0 : dk_size;
+  const std::int64_t which = n.attr().i[5];
+  std::int64_t offset = which == 0 ? 0 : dk_size;
+  if (which >= 2) {  // score_mod's captured tensor which - 2: after dk and dv
+    const attn::Mods* m = kernel::mods_of(n.attr());
+    if (m == nullptr) return nullptr;
+    const std::span<const TensorView> caps(n.in.data() + 6, n.in.size() - 6);
+    offset =
+        dk_size + v.numel() + kernel::cap_grad_slot(*m, caps, static_cast<int>(which - 2)).first;
+  }
   if (offset + n.out.numel() > static_cast<std::int64_t>(it->second->size())) return nullptr;
   return std::make_unique<AttentionKvKernel>(n, it->second, offset);
 }

@@ -19,10 +19,14 @@ struct Dims {
   std::int64_t keep_st[4] = {};  // broadcast strides of the keep mask over [B, Hq, Sq, Sk]
   bool has_keep = false;
   const std::int32_t* pos = nullptr;  // cache positions [B] (attrs i[4]), or null
+  const attn::Mods* mods = nullptr;   // score_mod / mask_mod (attrs i[4] == 2), or null
+  attn::ModRun run;
+  bool f64 = false;
 };
 
-Dims dims_of(const KernelArgs& a, int keep_input) {
+Dims dims_of(const KernelArgs& a, int keep_input, attn::Fault* fault) {
   Dims d;
+  d.f64 = a.in[0].dtype == DType::f64;
   const TensorView &q = a.in[0], &k = a.in[1], &v = a.in[2];
   const int r = q.rank;
   d.B = q.dims[0];
@@ -32,7 +36,10 @@ Dims dims_of(const KernelArgs& a, int keep_input) {
   d.Sk = k.dims[r - 2];
   d.Dk = q.dims[r - 1];
   d.Dv = v.dims[r - 1];
-  if (a.attr().i[4] != 0) {
+  if (a.attr().i[4] == 2) {
+    d.mods = kernel::mods_of(a.attr());
+    d.run = kernel::mod_run(*d.mods, a.in, keep_input, fault);
+  } else if (a.attr().i[4] != 0) {
     d.pos = a.in[3].as<const std::int32_t>();
     kernel::check_cache_positions(a.g, a.node, d.pos, d.B, d.Sq, d.Sk);
   } else if (keep_input < static_cast<int>(a.in.size())) {
@@ -64,7 +71,21 @@ bool kept(const Attrs& at, const Dims& d, const bool* keep, std::int64_t b, std:
   if (d.has_keep &&
       !keep[b * d.keep_st[0] + h * d.keep_st[1] + q * d.keep_st[2] + k * d.keep_st[3]])
     return false;
+  if (d.mods != nullptr && d.mods->mask_f != nullptr &&
+      !(d.f64 ? d.mods->mask_d : d.mods->mask_f)(d.run, b, h, q, k))
+    return false;
   return true;
+}
+
+// score_mod of the scaled score s in the kernel's precision; `ds` gets its derivative, and with
+// cap_grad, dy times the partials of the captured tensors it read are added there.
+double user_score(const Dims& d, std::int64_t b, std::int64_t h, std::int64_t q, std::int64_t k,
+                  double s, double& ds, double dy = 0.0, double* const* cap_grad = nullptr) {
+  if (d.f64) return d.mods->score_d(d.run, b, h, q, k, s, &ds, dy, cap_grad);
+  float dsf = 1.f;
+  const float r = d.mods->score_f(d.run, b, h, q, k, static_cast<float>(s), &dsf, dy, cap_grad);
+  ds = dsf;
+  return r;
 }
 
 double scale_of(const Attrs& at, const Dims& d) {
@@ -76,6 +97,7 @@ double scale_of(const Attrs& at, const Dims& d) {
 double modify_score(const Attrs& at, const Dims& d, std::int64_t b, std::int64_t h, std::int64_t q,
                     std::int64_t k, double s, double& ds) {
   ds = 1.0;
+  if (d.mods != nullptr && d.mods->score_f != nullptr) return user_score(d, b, h, q, k, s, ds);
   if (at.i[6] == 1) {
     const double slope = std::exp2(-8.0 * static_cast<double>(h + 1) / static_cast<double>(d.Hq));
     return s - slope * static_cast<double>(q + key_offset(d, b) - k);
@@ -93,7 +115,7 @@ double modify_score(const Attrs& at, const Dims& d, std::int64_t b, std::int64_t
 template <class T>
 void row_probs(const KernelArgs& a, const Dims& d, const bool* keep, std::int64_t b, std::int64_t h,
                std::int64_t i, std::vector<double>& p, std::vector<double>& z,
-               std::vector<double>& dmod) {
+               std::vector<double>& dmod, std::vector<double>* raw = nullptr) {
   const Attrs& at = a.attr();
   const T* q = a.in[0].as<const T>();
   const T* k = a.in[1].as<const T>();
@@ -109,6 +131,7 @@ void row_probs(const KernelArgs& a, const Dims& d, const bool* keep, std::int64_
     for (std::int64_t x = 0; x < d.Dk; ++x)
       s += static_cast<double>(q[((b * d.Hq + h) * d.Sq + i) * d.Dk + x]) *
            static_cast<double>(k[((b * d.Hkv + kh) * d.Sk + j) * d.Dk + x]);
+    if (raw) (*raw)[static_cast<std::size_t>(j)] = s * scale;
     const double m = modify_score(at, d, b, h, i, j, s * scale, dmod[static_cast<std::size_t>(j)]);
     p[static_cast<std::size_t>(j)] = m;
     mx = std::max(mx, m);
@@ -140,14 +163,15 @@ const bool* keep_data(const KernelArgs& a, int keep_input) {
              : nullptr;
 }
 
-// All three gradients from q, k, v, do (inputs 0, 1, 2 and 4); `which` selects the one
-// written to a.out (0: dq, 1: dk, 2: dv). `base` is the index of q among the inputs.
+// All gradients from q, k, v, do (inputs 0, 1, 2 and 4); `which` selects the one written to
+// a.out (0: dq, 1: dk, 2: dv, 3 + j: score_mod's captured tensor j).
 template <class T>
 void backward(const KernelArgs& a0, int which) {
   // attention_backward_kv's inputs start with the dq node: view them without it.
   const bool kv = op_id(a0.n().op) == OpId::attention_backward_kv;
   const KernelArgs a{a0.g, a0.node, kv ? a0.in.subspan(1) : a0.in, a0.out, a0.state};
-  const Dims d = dims_of(a, 5);
+  attn::Fault fault;
+  const Dims d = dims_of(a, 5, &fault);
   const bool* keep = keep_data(a, 5);
   const T* q = a.in[0].as<const T>();
   const T* k = a.in[1].as<const T>();
@@ -157,11 +181,23 @@ void backward(const KernelArgs& a0, int which) {
   std::vector<double> dq(static_cast<std::size_t>(d.B * d.Hq * d.Sq * d.Dk)),
       dk(static_cast<std::size_t>(d.B * d.Hkv * d.Sk * d.Dk)),
       dv(static_cast<std::size_t>(d.B * d.Hkv * d.Sk * d.Dv));
-  std::vector<double> p(static_cast<std::size_t>(d.Sk)), z(p.size()), dp(p.size()), dm(p.size());
+  std::vector<double> p(static_cast<std::size_t>(d.Sk)), z(p.size()), dp(p.size()), dm(p.size()),
+      raw(p.size());
+  // Gradients of score_mod's float captured tensors, when this node hands one out.
+  std::vector<double> capg[attn::kMaxCaptures];
+  double* capg_ptr[attn::kMaxCaptures] = {};
+  const bool mod_grads = d.mods != nullptr && d.mods->score_f != nullptr;
+  if (mod_grads)
+    for (int j = 0; j < d.mods->n_score; ++j)
+      if (d.mods->cap_float & (1u << j)) {
+        capg[j].assign(static_cast<std::size_t>(a.in[static_cast<std::size_t>(5 + j)].numel()),
+                       0.0);
+        capg_ptr[j] = capg[j].data();
+      }
   for (std::int64_t b = 0; b < d.B; ++b)
     for (std::int64_t h = 0; h < d.Hq; ++h)
       for (std::int64_t i = 0; i < d.Sq; ++i) {
-        row_probs<T>(a, d, keep, b, h, i, p, z, dm);
+        row_probs<T>(a, d, keep, b, h, i, p, z, dm, &raw);
         const std::int64_t kh = h / (d.Hq / d.Hkv);
         const T* gi = g + ((b * d.Hq + h) * d.Sq + i) * d.Dv;
         double delta = 0;  // sum_j p_j dp_j
@@ -178,7 +214,12 @@ void backward(const KernelArgs& a0, int which) {
         }
         for (std::int64_t j = 0; j < d.Sk; ++j) {
           const auto js = static_cast<std::size_t>(j);
-          const double ds = p[js] * (dp[js] - delta) * scale * dm[js];
+          const double dsm = p[js] * (dp[js] - delta);  // dL / d(modified score)
+          if (mod_grads && dsm != 0) {
+            double unused = 0;
+            user_score(d, b, h, i, j, raw[js], unused, dsm, capg_ptr);
+          }
+          const double ds = dsm * scale * dm[js];
           if (ds == 0) continue;
           for (std::int64_t x = 0; x < d.Dk; ++x) {
             const std::int64_t qo = ((b * d.Hq + h) * d.Sq + i) * d.Dk + x;
@@ -188,7 +229,12 @@ void backward(const KernelArgs& a0, int which) {
           }
         }
       }
-  const std::vector<double>& r = which == 0 ? dq : (which == 1 ? dk : dv);
+  if (d.mods != nullptr) kernel::check_mod_fault(a.g, a.node, *d.mods, fault);
+  const std::vector<double>& r =
+      which == 0 ? dq : (which == 1 ? dk : (which == 2 ? dv : capg[which - 3]));
+  if (r.size() != static_cast<std::size_t>(a.out.numel()))
+    throw Error("stag: " + a.g.name(a.node) + ": attention backward: no gradient of input " +
+                std::to_string(which));
   T* out = a.out.as<T>();
   for (std::size_t n = 0; n < r.size(); ++n) out[n] = static_cast<T>(r[n]);
 }
@@ -206,8 +252,57 @@ void kernel::check_cache_positions(const GraphView& g, int node, const std::int3
                   std::to_string(sk - sq) + "] (-1: an inactive row)");
 }
 
+attn::ModRun kernel::mod_run(const attn::Mods& m, std::span<const TensorView> in, int first,
+                             attn::Fault* fault) {
+  attn::ModRun r;
+  r.fault = fault;
+  for (int j = 0; j < m.n_score + m.n_mask; ++j) {
+    const TensorView& t = in[static_cast<std::size_t>(first + j)];
+    attn::CapView& c = r.caps[j];
+    c.data = t.data;
+    c.rank = t.rank;
+    for (int d = 0; d < t.rank; ++d) c.dims[d] = t.dims[d], c.strides[d] = t.strides[d];
+  }
+  return r;
+}
+
+void kernel::check_mod_fault(const GraphView& g, int node, const attn::Mods& m,
+                             attn::Fault& fault) {
+  if (fault.hit.load()) {
+    const bool score = fault.cap < m.n_score;
+    auto list = [](const std::int64_t* x, int n) {
+      std::string s = "[";
+      for (int d = 0; d < n; ++d) s += (d ? ", " : "") + std::to_string(x[d]);
+      return s + "]";
+    };
+    const std::string what =
+        "stag: " + g.name(node) + ": " + std::string(score ? m.score_name : m.mask_name) +
+        " read its captured tensor " + std::to_string(score ? fault.cap : fault.cap - m.n_score) +
+        " (shape " + list(fault.dims, fault.rank) + ") at " + list(fault.idx, fault.rank) +
+        ", outside its shape";
+    fault.reset();
+    throw Error(what);
+  }
+  if (fault.overflow.load()) {
+    fault.reset();
+    throw Error("stag: " + g.name(node) + ": " + std::string(m.score_name) +
+                " reads float captured tensors more than " + std::to_string(attn::kMaxLoads) +
+                " times per score; its gradient records at most that many reads");
+  }
+}
+
+std::pair<std::int64_t, std::int64_t> kernel::cap_grad_slot(const attn::Mods& m,
+                                                            std::span<const TensorView> caps,
+                                                            int j) {
+  std::int64_t off = 0;
+  for (int i = 0; i < j; ++i)
+    if (m.cap_float & (1u << i)) off += caps[static_cast<std::size_t>(i)].numel();
+  return {off, caps[static_cast<std::size_t>(j)].numel()};
+}
+
 void OpDef<OpId::attention>::reference(const KernelArgs& a) {
-  const Dims d = dims_of(a, 3);
+  attn::Fault fault;
+  const Dims d = dims_of(a, 3, &fault);
   const bool* keep = keep_data(a, 3);
   kernel::with_float(a.out.dtype, [&](auto zero) {
     using T = decltype(zero);
@@ -233,6 +328,7 @@ void OpDef<OpId::attention>::reference(const KernelArgs& a) {
                 static_cast<T>(acc[static_cast<std::size_t>(x)]);
         }
   });
+  if (d.mods != nullptr) kernel::check_mod_fault(a.g, a.node, *d.mods, fault);
 }
 
 void OpDef<OpId::attention_backward>::reference(const KernelArgs& a) {
@@ -240,7 +336,7 @@ void OpDef<OpId::attention_backward>::reference(const KernelArgs& a) {
 }
 
 void OpDef<OpId::attention_backward_kv>::reference(const KernelArgs& a) {
-  const int which = a.attr().i[5] == 0 ? 1 : 2;
+  const int which = static_cast<int>(a.attr().i[5]) + 1;
   kernel::with_float(a.out.dtype, [&](auto zero) { backward<decltype(zero)>(a, which); });
 }
 

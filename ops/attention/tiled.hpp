@@ -12,6 +12,7 @@
 #include <limits>
 #include <vector>
 
+#include <stag/ops/attention/mods.hpp>
 #include <stag/ops/random.hpp>
 #include <stag/ops/vec.hpp>
 
@@ -48,6 +49,12 @@ struct Problem {
   bool dropout = false;
   std::uint64_t stream = 0, threshold = 0;
   float drop_scale = 1.f;
+  // User-defined score_mod / mask_mod (ops/attention/mods.hpp), or null, and their run data.
+  const Mods* mods = nullptr;
+  ModRun run;
+  // With a mask_mod: the class of every (batch, head, query tile, key tile), computed by
+  // compute_blocks() when the step runs (tile_class() reads it).
+  const std::uint8_t* blocks = nullptr;
   // Inputs: strides of the batch, head and sequence axes.
   const float *q = nullptr, *k = nullptr, *v = nullptr;
   std::int64_t q_st[3] = {}, k_st[3] = {}, v_st[3] = {};
@@ -62,8 +69,8 @@ inline bool row_inactive(const Problem& p, std::int64_t b) {
 }
 
 // Which tiles of row b a built-in mask keeps: 0 = none of the tile, 1 = part of it, 2 = all.
-inline int tile_class(const Problem& p, std::int64_t b, std::int64_t q0, std::int64_t q1,
-                      std::int64_t k0, std::int64_t k1) {
+inline int builtin_tile_class(const Problem& p, std::int64_t b, std::int64_t q0, std::int64_t q1,
+                              std::int64_t k0, std::int64_t k1) {
   if (row_inactive(p, b)) return 0;
   const std::int64_t off = key_offset(p, b);
   int c = 2;
@@ -80,6 +87,41 @@ inline int tile_class(const Problem& p, std::int64_t b, std::int64_t q0, std::in
   }
   if (p.keep != nullptr) c = std::min(c, 1);
   return c;
+}
+inline std::int64_t query_tiles(const Problem& p) {
+  return (p.Sq + kTile - 1) / kTile;
+}
+// The class of a tile of (b, h): the built-in mask's, or the block mask's with a mask_mod.
+inline int tile_class(const Problem& p, std::int64_t b, std::int64_t h, std::int64_t q0,
+                      std::int64_t q1, std::int64_t k0, std::int64_t k1) {
+  if (p.blocks == nullptr) return builtin_tile_class(p, b, q0, q1, k0, k1);
+  const std::int64_t nk = (p.Sk + kTile - 1) / kTile;
+  return p.blocks[((b * p.Hq + h) * query_tiles(p) + q0 / kTile) * nk + k0 / kTile];
+}
+
+// The block mask of a mask_mod: for every (b, h, query tile, key tile) that the built-in mask
+// keeps, how many of its elements mask_mod keeps (none: class 0, all: the built-in class, else
+// 1). Evaluates mask_mod once per element of those tiles; returns the fraction of tiles kept.
+inline double compute_blocks(const Problem& p, std::vector<std::uint8_t>& blocks) {
+  const std::int64_t nq = query_tiles(p), nk = (p.Sk + kTile - 1) / kTile;
+  blocks.assign(static_cast<std::size_t>(p.B * p.Hq * nq * nk), 0);
+  std::int64_t kept = 0;
+#pragma omp parallel for schedule(dynamic) reduction(+ : kept)
+  for (std::int64_t it = 0; it < p.B * p.Hq * nq; ++it) {
+    const std::int64_t qt = it % nq, bh = it / nq, h = bh % p.Hq, b = bh / p.Hq;
+    const std::int64_t q0 = qt * kTile, rows = std::min<std::int64_t>(kTile, p.Sq - q0);
+    for (std::int64_t kt = 0; kt < nk; ++kt) {
+      const std::int64_t k0 = kt * kTile, cols = std::min<std::int64_t>(kTile, p.Sk - k0);
+      int c = builtin_tile_class(p, b, q0, q0 + rows, k0, k0 + cols);
+      if (c > 0) {
+        const std::int64_t n = p.mods->mask_tile(p.run, b, h, q0, rows, k0, cols, nullptr);
+        c = n == 0 ? 0 : (n == rows * cols ? c : 1);
+      }
+      blocks[static_cast<std::size_t>(it * nk + kt)] = static_cast<std::uint8_t>(c);
+      kept += c > 0;
+    }
+  }
+  return blocks.empty() ? 1.0 : static_cast<double>(kept) / static_cast<double>(blocks.size());
 }
 
 inline bool keep_fn(const Problem& p, std::int64_t b, std::int64_t h, std::int64_t q,
@@ -100,15 +142,16 @@ inline float alibi_slope(const Problem& p, std::int64_t h) {
       std::exp2(-8.0 * static_cast<double>(h + 1) / static_cast<double>(p.Hq)));
 }
 
-// The fraction of (query tile, key tile) pairs that the kernel computes (of batch row 0; -1
-// with cache positions, which are only known when the step runs).
+// The fraction of (query tile, key tile) pairs that the built-in mask lets the kernel compute
+// (of batch row 0; -1 with cache positions, which are only known when the step runs).
 inline double tile_fraction(const Problem& p) {
   if (p.pos) return -1.0;
   std::int64_t all = 0, kept = 0;
   for (std::int64_t q0 = 0; q0 < p.Sq; q0 += kTile)
     for (std::int64_t k0 = 0; k0 < p.Sk; k0 += kTile) {
       ++all;
-      kept += tile_class(p, 0, q0, std::min(p.Sq, q0 + kTile), k0, std::min(p.Sk, k0 + kTile)) > 0;
+      kept += builtin_tile_class(p, 0, q0, std::min(p.Sq, q0 + kTile), k0,
+                                 std::min(p.Sk, k0 + kTile)) > 0;
     }
   return all ? static_cast<double>(kept) / static_cast<double>(all) : 1.0;
 }
@@ -226,13 +269,16 @@ inline void pack_cols(const float* src, std::int64_t row_stride, std::int64_t r0
   }
 }
 
-// Applies the score modification and then the masks to the scaled scores of one tile: masked
-// and padding keys get -inf. With `dmod`, also d(modified score) / d(score) per element (the
+// Applies the score modification (built-in, or the user's score_mod) and then the masks
+// (built-in, keep mask, mask_mod) to the scaled scores of one tile: masked and padding keys
+// get -inf. With `dmod`, also d(modified score) / d(score) per element (the
 // backward's chain rule through soft-capping; 1 elsewhere, which callers then skip).
 inline void mask_scores(const Problem& p, int cls, std::int64_t b, std::int64_t h, std::int64_t q0,
                         std::int64_t rows, std::int64_t k0, std::int64_t cols, float* s,
                         float* dmod = nullptr) {
   constexpr float ninf = -std::numeric_limits<float>::infinity();
+  if (p.mods != nullptr && p.mods->score_tile != nullptr)
+    p.mods->score_tile(p.run, b, h, q0, rows, k0, cols, s);
   for (std::int64_t r = 0; r < rows; ++r) {
     float* row = s + r * kTile;
     if (p.score_mod == ScoreMod::alibi) {
@@ -256,6 +302,8 @@ inline void mask_scores(const Problem& p, int cls, std::int64_t b, std::int64_t 
     for (std::int64_t j = 0; j < cols; ++j)
       if (!keep_fn(p, b, h, q0 + r, k0 + j)) row[j] = ninf;
   }
+  if (p.mods != nullptr && p.mods->mask_tile != nullptr && cls != 2)
+    p.mods->mask_tile(p.run, b, h, q0, rows, k0, cols, s);
 }
 
 // Dropout factors of one tile row: drop_scale where kept, 0 where dropped.
@@ -269,7 +317,7 @@ inline void dropout_row(const Problem& p, std::uint64_t base, float* __restrict 
 
 // Per-thread tile buffers.
 struct Scratch {
-  std::vector<float> qp, kt, kp, vp, vt, s, pt, acc, dop, dq, dmod;
+  std::vector<float> qp, kt, kp, vp, vt, s, pt, acc, dop, dq, dmod, raw;
   void ensure(std::int64_t dkp, std::int64_t dvp, std::int64_t dk, std::int64_t dv) {
     const auto t = static_cast<std::size_t>(kTile);
     qp.resize(t * static_cast<std::size_t>(dkp));
@@ -280,6 +328,7 @@ struct Scratch {
     s.resize(t * t);
     pt.resize(t * t);
     dmod.resize(t * t);
+    raw.resize(t * t);
     acc.resize(t * static_cast<std::size_t>(dvp));
     dop.resize(t * static_cast<std::size_t>(dvp));
     dq.resize(t * static_cast<std::size_t>(dkp));
@@ -341,7 +390,7 @@ inline void forward(const Problem& p, float* o, float* lse) {
               : std::clamp<std::int64_t>((q0 + rows - 1 + key_offset(p, b)) / kTile + 1, 0, nk);
       for (std::int64_t kt = 0; kt < nk_row; ++kt) {
         const std::int64_t k0 = kt * kTile, cols = std::min<std::int64_t>(kTile, p.Sk - k0);
-        const int cls = tile_class(p, b, q0, q0 + rows, k0, k0 + cols);
+        const int cls = tile_class(p, b, h, q0, q0 + rows, k0, k0 + cols);
         if (cls == 0) continue;
         pack_cols(kb, p.k_st[2], k0, cols, p.Dk, w.kt.data());
         pack_rows(vb, p.v_st[2], k0, cols, p.Dv, dvp, w.vp.data());
@@ -399,9 +448,12 @@ inline void forward(const Problem& p, float* o, float* lse) {
 // not accumulated) from o and do (strides as q's in `o_st`/`do_st`) and the forward's lse.
 // When lse is null the row statistics are recomputed first (one more pass of q k^T).
 // Parallel over (batch, key/value head): each work item owns its dk and dv rows.
+// cap_grads[j] (or null): the gradient of score_mod's captured tensor j, contiguous in its
+// shape. Each work item accumulates its own copy, summed in item order afterwards, so the
+// result does not depend on the thread count or the schedule.
 inline void backward(const Problem& p, const float* o, const std::int64_t* o_st, const float* dout,
                      const std::int64_t* do_st, const float* lse_saved, float* dq, float* dk,
-                     float* dv) {
+                     float* dv, float* const* cap_grads = nullptr) {
   using namespace detail;
   const std::int64_t dkp = round_up(p.Dk, 16), dvp = round_up(p.Dv, 16);
   const std::int64_t nq = (p.Sq + kTile - 1) / kTile, nk = key_tiles(p);
@@ -409,6 +461,18 @@ inline void backward(const Problem& p, const float* o, const std::int64_t* o_st,
   const std::int64_t group = p.Hq / p.Hkv;
   const std::int64_t items = p.B * p.Hkv;
   constexpr float ninf = -std::numeric_limits<float>::infinity();
+  const bool user_score = p.mods != nullptr && p.mods->score_grad_tile != nullptr;
+  std::int64_t cap_n[kMaxCaptures] = {}, cap_off[kMaxCaptures] = {}, cap_total = 0;
+  if (user_score && cap_grads != nullptr)
+    for (int j = 0; j < p.mods->n_score; ++j)
+      if (cap_grads[j] != nullptr) {
+        const CapView& c = p.run.caps[j];
+        cap_n[j] = 1;
+        for (int d = 0; d < c.rank; ++d) cap_n[j] *= c.dims[d];
+        cap_off[j] = cap_total;
+        cap_total += cap_n[j];
+      }
+  std::vector<float> cap_acc(static_cast<std::size_t>(items * cap_total));
 #pragma omp parallel
   {
     Scratch w;
@@ -419,6 +483,9 @@ inline void backward(const Problem& p, const float* o, const std::int64_t* o_st,
 #pragma omp for schedule(dynamic)
     for (std::int64_t it = 0; it < items; ++it) {
       const std::int64_t kvh = it % p.Hkv, b = it / p.Hkv;
+      float* cg[kMaxCaptures] = {};
+      for (int j = 0; j < kMaxCaptures; ++j)
+        if (cap_n[j] > 0) cg[j] = cap_acc.data() + it * cap_total + cap_off[j];
       std::fill(dk_acc.begin(), dk_acc.end(), 0.f);
       std::fill(dv_acc.begin(), dv_acc.end(), 0.f);
       const float* kb = p.k + b * p.k_st[0] + kvh * p.k_st[1];
@@ -450,7 +517,7 @@ inline void backward(const Problem& p, const float* o, const std::int64_t* o_st,
             for (int r = 0; r < kTile; ++r) m[r] = ninf, l[r] = 0.f;
             for (std::int64_t kt = 0; kt < nk; ++kt) {
               const std::int64_t k0 = kt * kTile, cols = std::min<std::int64_t>(kTile, p.Sk - k0);
-              const int cls = tile_class(p, b, q0, q0 + rows, k0, k0 + cols);
+              const int cls = tile_class(p, b, h, q0, q0 + rows, k0, k0 + cols);
               if (cls == 0) continue;
               pack_cols(kb, p.k_st[2], k0, cols, p.Dk, w.kt.data());
               gemm_nt(w.qp.data(), dkp, w.kt.data(), p.Dk, w.s.data(), rows4);
@@ -472,7 +539,7 @@ inline void backward(const Problem& p, const float* o, const std::int64_t* o_st,
           std::fill(w.dq.begin(), w.dq.end(), 0.f);
           for (std::int64_t kt = 0; kt < nk; ++kt) {
             const std::int64_t k0 = kt * kTile, cols = std::min<std::int64_t>(kTile, p.Sk - k0);
-            const int cls = tile_class(p, b, q0, q0 + rows, k0, k0 + cols);
+            const int cls = tile_class(p, b, h, q0, q0 + rows, k0, k0 + cols);
             if (cls == 0) continue;
             pack_cols(kb, p.k_st[2], k0, cols, p.Dk, w.kt.data());
             pack_rows(kb, p.k_st[2], k0, cols, p.Dk, dkp, w.kp.data());
@@ -480,6 +547,7 @@ inline void backward(const Problem& p, const float* o, const std::int64_t* o_st,
             float* s = w.s.data();    // scores, then probabilities P
             float* dp = w.pt.data();  // dP, then dS
             gemm_nt(w.qp.data(), dkp, w.kt.data(), p.Dk, s, rows4);
+            if (user_score) std::copy(s, s + kTile * kTile, w.raw.data());
             const bool capped = p.score_mod == ScoreMod::softcap;
             mask_scores(p, cls, b, h, q0, rows, k0, cols, s, capped ? w.dmod.data() : nullptr);
             gemm_nt(w.dop.data(), dvp, w.vt.data(), p.Dv, dp, rows4);
@@ -517,6 +585,9 @@ inline void backward(const Problem& p, const float* o, const std::int64_t* o_st,
                 for (int j = 0; j < kTile; ++j) dprow[j] *= dm[j];
               }
             }
+            // Through score_mod: dS of the raw score, and its captured tensors' gradients.
+            if (user_score)
+              p.mods->score_grad_tile(p.run, b, h, q0, rows, k0, cols, w.raw.data(), dp, cg);
             // dV += P^T dO, dK += dS^T Q (scaled at the end), dQ += dS K.
             float t[kTile * kTile];
             transpose_tile(s, t);
@@ -539,6 +610,14 @@ inline void backward(const Problem& p, const float* o, const std::int64_t* o_st,
         for (std::int64_t x = 0; x < p.Dv; ++x)
           dvb[r * p.Dv + x] = dv_acc[static_cast<std::size_t>(r * dvp + x)];
       }
+    }
+  }
+  for (int j = 0; j < kMaxCaptures; ++j) {
+    if (cap_n[j] == 0) continue;
+    std::fill(cap_grads[j], cap_grads[j] + cap_n[j], 0.f);
+    for (std::int64_t it = 0; it < items; ++it) {
+      const float* a = cap_acc.data() + it * cap_total + cap_off[j];
+      for (std::int64_t e = 0; e < cap_n[j]; ++e) cap_grads[j][e] += a[e];
     }
   }
 }
