@@ -121,35 +121,62 @@ void set_dropout(attn::Problem& p, const Attrs& a, const RunState& s) {
 }
 
 // What the forward and backward kernels share for score_mod / mask_mod: the fault record of
-// the captured tensors' reads and the block mask, computed when the step runs.
+// the captured tensors' reads and the block mask of a mask_mod. The forward kernel computes
+// the block mask (each step when the mask reads captured tensors, else once: it depends only
+// on the shapes, fixed per plan) and the backward kernel of the same plan reads it; a backward
+// kernel without that forward computes its own. The table is bytes in a float vector (the
+// type of CpuContext::handoff).
 class ModState {
+ public:
+  using Table = std::shared_ptr<std::vector<float>>;
+
  protected:
-  void bind(attn::Problem& p) { p.run.fault = &fault_; }
-  // Before a run: the block mask of a mask_mod.
+  void bind(attn::Problem& p, Table blocks, bool owner) {
+    p.run.fault = &fault_;
+    blocks_ = std::move(blocks);
+    owner_ = owner;
+  }
   void before(attn::Problem& p) {
     if (p.mods == nullptr) return;
     fault_.reset();
-    if (p.mods->mask_tile != nullptr) {
+    if (p.mods->mask_tile == nullptr || !blocks_) return;
+    auto* t = reinterpret_cast<std::uint8_t*>(blocks_->data());
+    if (owner_ && (!computed_ || p.mods->n_mask > 0)) {
       p.blocks = nullptr;
-      fraction_ = attn::compute_blocks(p, blocks_);
-      p.blocks = blocks_.data();
+      attn::compute_blocks(p, t);
+      computed_ = true;
     }
+    p.blocks = t;
+    ran_ = true;
   }
   void after(const GraphView& g, int node, const attn::Problem& p) {
     if (p.mods != nullptr) kernel::check_mod_fault(g, node, *p.mods, fault_);
   }
+  double fraction(const attn::Problem& p) const {
+    if (!ran_ || !blocks_) return -1;
+    return attn::block_fraction(reinterpret_cast<const std::uint8_t*>(blocks_->data()),
+                                attn::block_count(p));
+  }
   attn::Fault fault_;
-  std::vector<std::uint8_t> blocks_;
-  double fraction_ = -1;
+  Table blocks_;
+  bool owner_ = true, computed_ = false, ran_ = false;
 };
+
+// A block-mask table for a mask_mod problem (null otherwise).
+ModState::Table block_table(const attn::Problem& p) {
+  if (p.mods == nullptr || p.mods->mask_tile == nullptr) return nullptr;
+  return std::make_shared<std::vector<float>>(
+      static_cast<std::size_t>((attn::block_count(p) + 3) / 4));
+}
 
 class AttentionKernel final : public OwnKernel, ModState {
  public:
-  AttentionKernel(const CpuNode& n, const attn::Problem& p, std::shared_ptr<std::vector<float>> lse)
+  AttentionKernel(const CpuNode& n, const attn::Problem& p, std::shared_ptr<std::vector<float>> lse,
+                  Table blocks)
       : OwnKernel(n, &OpDef<OpId::attention>::reference, describe_of("attention", p)),
         p_(p),
         lse_(std::move(lse)) {
-    bind(p_);
+    bind(p_, std::move(blocks), true);
   }
   void run() override {
     if (p_.pos) kernel::check_cache_positions(g_, node_, p_.pos, p_.B, p_.Sq, p_.Sk);
@@ -159,7 +186,7 @@ class AttentionKernel final : public OwnKernel, ModState {
     after(g_, node_, p_);
   }
   std::string describe() const override {
-    return p_.mods ? describe_of("attention", p_, fraction_) : OwnKernel::describe();
+    return p_.mods ? describe_of("attention", p_, fraction(p_)) : OwnKernel::describe();
   }
 
  private:
@@ -171,7 +198,7 @@ class AttentionBackwardKernel final : public OwnKernel, ModState {
  public:
   AttentionBackwardKernel(const CpuNode& n, const attn::Problem& p,
                           std::shared_ptr<std::vector<float>> lse,
-                          std::shared_ptr<std::vector<float>> dkv)
+                          std::shared_ptr<std::vector<float>> dkv, Table blocks, bool owner)
       : OwnKernel(n, &OpDef<OpId::attention_backward>::reference,
                   describe_of("attention backward", p)),
         p_(p),
@@ -179,7 +206,7 @@ class AttentionBackwardKernel final : public OwnKernel, ModState {
         dkv_(std::move(dkv)) {
     head_strides(n.in[3], o_st_);
     head_strides(n.in[4], do_st_);
-    bind(p_);
+    bind(p_, std::move(blocks), owner);
   }
   void run() override {
     set_dropout(p_, attr(), state_);
@@ -200,7 +227,7 @@ class AttentionBackwardKernel final : public OwnKernel, ModState {
     after(g_, node_, p_);
   }
   std::string describe() const override {
-    return p_.mods ? describe_of("attention backward", p_, fraction_) : OwnKernel::describe();
+    return p_.mods ? describe_of("attention backward", p_, fraction(p_)) : OwnKernel::describe();
   }
 
  private:
@@ -231,6 +258,10 @@ class AttentionKvKernel final : public OwnKernel {
 std::pair<const void*, int> key_of(const CpuNode& n, int node) {
   return {&n.g, node};
 }
+// The handoff key of a forward node's block mask.
+std::pair<const void*, int> blocks_key(const CpuNode& n, int node) {
+  return {&n.g, -2 - node};
+}
 
 }  // namespace
 
@@ -240,11 +271,17 @@ std::unique_ptr<CpuKernel> OpDef<OpId::attention>::cpu(const CpuNode& n) {
   attn::Problem p;
   if (!problem_of(n, 0, 3, p) || !n.out.contiguous()) {
     n.ctx.handoff.erase(key_of(n, n.node));
+    n.ctx.handoff.erase(blocks_key(n, n.node));
     return nullptr;
   }
   auto lse = std::make_shared<std::vector<float>>(static_cast<std::size_t>(p.B * p.Hq * p.Sq));
   n.ctx.handoff[key_of(n, n.node)] = lse;
-  return std::make_unique<AttentionKernel>(n, p, lse);
+  ModState::Table blocks = block_table(p);
+  if (blocks)
+    n.ctx.handoff[blocks_key(n, n.node)] = blocks;
+  else
+    n.ctx.handoff.erase(blocks_key(n, n.node));
+  return std::make_unique<AttentionKernel>(n, p, lse, blocks);
 }
 
 std::unique_ptr<CpuKernel> OpDef<OpId::attention_backward>::cpu(const CpuNode& n) {
@@ -271,7 +308,17 @@ std::unique_ptr<CpuKernel> OpDef<OpId::attention_backward>::cpu(const CpuNode& n
   auto dkv = std::make_shared<std::vector<float>>(
       static_cast<std::size_t>(p.B * p.Hkv * p.Sk * (p.Dk + p.Dv) + cap_size));
   n.ctx.handoff[key_of(n, n.node)] = dkv;
-  return std::make_unique<AttentionBackwardKernel>(n, p, lse, dkv);
+  // The forward kernel's block mask when it is in this plan with the same shapes.
+  ModState::Table blocks = block_table(p);
+  bool owner = true;
+  if (blocks) {
+    const auto b = n.ctx.handoff.find(blocks_key(n, n.n().in[3]));
+    if (b != n.ctx.handoff.end() && b->second->size() == blocks->size()) {
+      blocks = b->second;
+      owner = false;
+    }
+  }
+  return std::make_unique<AttentionBackwardKernel>(n, p, lse, dkv, blocks, owner);
 }
 
 std::unique_ptr<CpuKernel> OpDef<OpId::attention_backward_kv>::cpu(const CpuNode& n) {

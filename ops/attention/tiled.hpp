@@ -99,14 +99,16 @@ inline int tile_class(const Problem& p, std::int64_t b, std::int64_t h, std::int
   return p.blocks[((b * p.Hq + h) * query_tiles(p) + q0 / kTile) * nk + k0 / kTile];
 }
 
-// The block mask of a mask_mod: for every (b, h, query tile, key tile) that the built-in mask
-// keeps, how many of its elements mask_mod keeps (none: class 0, all: the built-in class, else
-// 1). Evaluates mask_mod once per element of those tiles; returns the fraction of tiles kept.
-inline double compute_blocks(const Problem& p, std::vector<std::uint8_t>& blocks) {
+// The number of entries of a mask_mod's block mask: one per (b, h, query tile, key tile).
+inline std::int64_t block_count(const Problem& p) {
+  return p.B * p.Hq * query_tiles(p) * ((p.Sk + kTile - 1) / kTile);
+}
+// The block mask of a mask_mod, into blocks[block_count(p)]: for every (b, h, query tile, key
+// tile) that the built-in mask keeps, how many of its elements mask_mod keeps (none: class 0,
+// all: the built-in class, else 1). Evaluates mask_mod once per element of those tiles.
+inline void compute_blocks(const Problem& p, std::uint8_t* blocks) {
   const std::int64_t nq = query_tiles(p), nk = (p.Sk + kTile - 1) / kTile;
-  blocks.assign(static_cast<std::size_t>(p.B * p.Hq * nq * nk), 0);
-  std::int64_t kept = 0;
-#pragma omp parallel for schedule(dynamic) reduction(+ : kept)
+#pragma omp parallel for schedule(dynamic)
   for (std::int64_t it = 0; it < p.B * p.Hq * nq; ++it) {
     const std::int64_t qt = it % nq, bh = it / nq, h = bh % p.Hq, b = bh / p.Hq;
     const std::int64_t q0 = qt * kTile, rows = std::min<std::int64_t>(kTile, p.Sq - q0);
@@ -117,11 +119,15 @@ inline double compute_blocks(const Problem& p, std::vector<std::uint8_t>& blocks
         const std::int64_t n = p.mods->mask_tile(p.run, b, h, q0, rows, k0, cols, nullptr);
         c = n == 0 ? 0 : (n == rows * cols ? c : 1);
       }
-      blocks[static_cast<std::size_t>(it * nk + kt)] = static_cast<std::uint8_t>(c);
-      kept += c > 0;
+      blocks[it * nk + kt] = static_cast<std::uint8_t>(c);
     }
   }
-  return blocks.empty() ? 1.0 : static_cast<double>(kept) / static_cast<double>(blocks.size());
+}
+// The fraction of a block mask's tiles that are computed.
+inline double block_fraction(const std::uint8_t* blocks, std::int64_t n) {
+  std::int64_t kept = 0;
+  for (std::int64_t i = 0; i < n; ++i) kept += blocks[i] > 0;
+  return n > 0 ? static_cast<double>(kept) / static_cast<double>(n) : 1.0;
 }
 
 inline bool keep_fn(const Problem& p, std::int64_t b, std::int64_t h, std::int64_t q,
