@@ -57,7 +57,9 @@ constexpr auto linear_attention(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> 
   if constexpr (!ok) {
     return q;
   } else {
-    auto fq = linear_attention_features(q), fk = linear_attention_features(k);
+    // One declaration each: q and k may differ in type (clang rejects one `auto` for both).
+    auto fq = linear_attention_features(q);
+    auto fk = linear_attention_features(k);
     auto kv = matmul_tn(fk, v);         // [..., Dk, Dv]
     auto z = sum<-2>(fk, keepdim);      // [..., 1, Dk]
     auto num = matmul(fq, kv);          // [..., Sq, Dv]
@@ -82,7 +84,8 @@ constexpr auto causal_linear_attention(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<
   if constexpr (!ok) {
     return q;
   } else {
-    auto fq = linear_attention_features(q), fk = linear_attention_features(k);
+    auto fq = linear_attention_features(q);
+    auto fk = linear_attention_features(k);
     auto s = cumsum<-3>(unsqueeze<-1>(fk) * unsqueeze<-2>(v));  // [..., S, Dk, Dv]
     auto z = cumsum<-2>(fk);                                    // [..., S, Dk]
     auto num = squeeze<-2>(matmul(unsqueeze<-2>(fq), s));       // [..., S, Dv]
