@@ -68,6 +68,7 @@ constexpr auto linear_attention(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> 
   }
 }
 
+// snippet-begin: docs-linear-attention
 // Causal linear attention (self-attention) for q, k [..., S, Dk], v [..., S, Dv]: query i sees
 // keys j <= i only,
 //   out_i = phi(q_i) S_i / (phi(q_i) . z_i + eps),  S_i = sum_{j<=i} phi(k_j)^T v_j [Dk, Dv],
@@ -93,6 +94,7 @@ constexpr auto causal_linear_attention(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<
     return num / den;
   }
 }
+// snippet-end: docs-linear-attention
 
 enum class LinearAttentionForm : std::uint8_t { full, causal };
 
@@ -183,6 +185,7 @@ constexpr auto additive_attention(Scope s, Tensor<SQ, T> query, Tensor<SK, T> ke
     if constexpr (!(kv && mask_ok)) {
       return detail::failed_attention(query);
     } else {
+      // snippet-begin: docs-additive-attention
       auto guard = s.enter();
       auto pq = linear<A>(s / "w_q", query, false);             // [B, Sq, A]
       auto pk = linear<A>(s / "w_k", keys);                     // [B, Sk, A]
@@ -197,6 +200,7 @@ constexpr auto additive_attention(Scope s, Tensor<SQ, T> query, Tensor<SK, T> ke
       w = w.named("weights");
       auto out = matmul(w, values);
       return Attention<decltype(out), decltype(w)>{out, w};
+      // snippet-end: docs-additive-attention
     }
   }
 }

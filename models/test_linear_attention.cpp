@@ -175,6 +175,7 @@ TEST_CASE("additive attention against brute force, with padding and an empty row
 
 constexpr std::int64_t kBatch[2] = {3, 2}, kSeq[2] = {5, 3};
 
+// snippet-begin: docs-linear-attention-use
 template <LinearAttentionForm F>
 constexpr auto mhla = model([](Builder& g) {
   auto x = input<"x", Shape<batch, seq, 6>>(g);
@@ -182,6 +183,7 @@ constexpr auto mhla = model([](Builder& g) {
   // d_model 6 into 2 heads: head dim 3, odd on purpose.
   return sum<0, 1, 2>(multi_head_linear_attention<2, F>(g / "la", x, x) * w);
 });
+// snippet-end: docs-linear-attention-use
 template <LinearAttentionForm F>
 constexpr auto mhla_train = grad<mhla<F>, "x">();
 
@@ -197,6 +199,7 @@ TEST_CASE("multi-head linear attention, full and causal, passes gradcheck",
                   mhla_train<LinearAttentionForm::causal>, in);
 }
 
+// snippet-begin: docs-additive-attention-use
 constexpr auto additive_loss = model([](Builder& g) {
   auto q = input<"q", Shape<batch, tgt_seq, 5>>(g);
   auto keys = input<"keys", Shape<batch, src_seq, 4>>(g);
@@ -206,6 +209,7 @@ constexpr auto additive_loss = model([](Builder& g) {
   auto a = additive_attention<4>(g / "attn", q, keys, values, padding_keep(keep));
   return sum<0, 1, 2>(a.out * w);
 });
+// snippet-end: docs-additive-attention-use
 constexpr auto additive_train = grad<additive_loss, "q", "keys", "values">();
 
 TEST_CASE("additive attention with a padding mask passes gradcheck",
