@@ -6,5 +6,6 @@
 #include <stag/models/blocks.hpp>
 #include <stag/models/classifier.hpp>
 #include <stag/models/layers.hpp>
+#include <stag/models/linear_attention.hpp>
 #include <stag/models/lm.hpp>
 #include <stag/models/transformer.hpp>

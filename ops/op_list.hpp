@@ -28,7 +28,9 @@
   /* kv cache */     X(cache_write)                                                              \
   /* attention */    X(attention) X(attention_backward) X(attention_backward_kv)                 \
   /* misc */         X(dropout) X(cast) X(stop_gradient)                                         \
-  /* optimizers */   X(sgd_update) X(adam_update)
+  /* optimizers */   X(sgd_update) X(adam_update)                                              \
+  /* piecewise */    X(elu) X(floor) X(clamp) X(mod) X(minimum) X(maximum)                       \
+  /* scans */        X(cumsum)
 // clang-format on
 
 namespace stag {

@@ -15,6 +15,7 @@
 #include <stag/ops/concat/concat.hpp>
 #include <stag/ops/constant/constant.hpp>
 #include <stag/ops/cross_entropy/cross_entropy.hpp>
+#include <stag/ops/cumsum/cumsum.hpp>
 #include <stag/ops/dropout/dropout.hpp>
 #include <stag/ops/embedding/embedding.hpp>
 #include <stag/ops/expand/expand.hpp>
@@ -45,6 +46,7 @@
 #include <stag/ops/binary/vjp.hpp>
 #include <stag/ops/concat/vjp.hpp>
 #include <stag/ops/cross_entropy/vjp.hpp>
+#include <stag/ops/cumsum/vjp.hpp>
 #include <stag/ops/dropout/vjp.hpp>
 #include <stag/ops/embedding/vjp.hpp>
 #include <stag/ops/expand/vjp.hpp>

@@ -5,6 +5,11 @@
 // PyTorch: torch.add / sub / mul / div. Operands must have the same dtype (no promotion).
 // Integers wrap around on overflow; integer div truncates toward zero (torch.div(a, b,
 // rounding_mode="trunc")) and a zero divisor is a run-time stag::Error.
+// minimum and maximum: the elementwise smaller / larger operand, same broadcasting and dtypes.
+//   maximum(scores [B, S, S], floor []) -> [B, S, S]
+// PyTorch: torch.minimum / torch.maximum; NaN in either operand gives NaN (reference kernel).
+// Gradient: g goes to the selected operand. NOTE: on a tie (a == b) all of g goes to the first
+// operand a and none to b (PyTorch splits it 0.5 / 0.5; both are subgradients).
 #pragma once
 
 #include <stag/ops/constant/constant.hpp>
@@ -34,6 +39,8 @@ STAG_BINARY_OPDEF(add, "+", 0b11)
 STAG_BINARY_OPDEF(sub, "-", 0b01)
 STAG_BINARY_OPDEF(mul, "×", 0b11)
 STAG_BINARY_OPDEF(div, "÷", 0b01)
+STAG_BINARY_OPDEF(minimum, "min", 0b11)
+STAG_BINARY_OPDEF(maximum, "max", 0b11)
 #undef STAG_BINARY_OPDEF
 
 #define STAG_BINARY_FN(fn, id)                                                                     \
@@ -58,6 +65,8 @@ STAG_BINARY_FN(add, add)
 STAG_BINARY_FN(sub, sub)
 STAG_BINARY_FN(mul, mul)
 STAG_BINARY_FN(div, div)
+STAG_BINARY_FN(minimum, minimum)
+STAG_BINARY_FN(maximum, maximum)
 #undef STAG_BINARY_FN
 
 template <class SA, DType TA, class SB, DType TB>

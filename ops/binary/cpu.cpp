@@ -1,6 +1,6 @@
-// CPU kernels of add, sub, mul, div: oneDNN binary primitives (f32). oneDNN broadcasts only
-// its second source, so a commutative op with a broadcast first operand swaps them; the rare
-// sub/div with a broadcast first operand falls back to the reference kernel.
+// CPU kernels of add, sub, mul, div, minimum, maximum: oneDNN binary primitives (f32). oneDNN
+// broadcasts only its second source, so a commutative op with a broadcast first operand swaps
+// them; the rare sub/div with a broadcast first operand falls back to the reference kernel.
 #include <stag/ops/binary/binary.hpp>
 #include <stag/ops/cpu_kernel.hpp>
 
@@ -51,6 +51,12 @@ std::unique_ptr<CpuKernel> OpDef<OpId::mul>::cpu(const CpuNode& n) {
 }
 std::unique_ptr<CpuKernel> OpDef<OpId::div>::cpu(const CpuNode& n) {
   return binary(n, dnnl::algorithm::binary_div, false);
+}
+std::unique_ptr<CpuKernel> OpDef<OpId::minimum>::cpu(const CpuNode& n) {
+  return binary(n, dnnl::algorithm::binary_min, true);
+}
+std::unique_ptr<CpuKernel> OpDef<OpId::maximum>::cpu(const CpuNode& n) {
+  return binary(n, dnnl::algorithm::binary_max, true);
 }
 
 }  // namespace stag

@@ -1,6 +1,7 @@
-// Reference kernels of add, sub, mul, div: broadcasting loops in the output's dtype.
-// Integers wrap around on overflow (as in PyTorch) and integer division truncates toward zero;
-// a zero divisor is a stag::Error, never undefined behaviour.
+// Reference kernels of add, sub, mul, div, minimum, maximum: broadcasting loops in the output's
+// dtype. Integers wrap around on overflow (as in PyTorch) and integer division truncates toward
+// zero; a zero divisor is a stag::Error, never undefined behaviour.
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -80,6 +81,22 @@ void OpDef<OpId::mul>::reference(const KernelArgs& a) {
 }
 void OpDef<OpId::div>::reference(const KernelArgs& a) {
   binary(a, [&](auto x, auto y, std::int64_t i) { return divide(a, x, y, i); });
+}
+// NOTE: a NaN operand gives NaN, as in PyTorch (a plain `y < x ? y : x` would drop a NaN y).
+template <class T>
+bool is_nan(T v) {
+  if constexpr (std::is_floating_point_v<T>)
+    return std::isnan(v);
+  else
+    return false;
+}
+void OpDef<OpId::minimum>::reference(const KernelArgs& a) {
+  binary(a,
+         [](auto x, auto y, std::int64_t) { return is_nan(x) ? x : (is_nan(y) || y < x ? y : x); });
+}
+void OpDef<OpId::maximum>::reference(const KernelArgs& a) {
+  binary(a,
+         [](auto x, auto y, std::int64_t) { return is_nan(x) ? x : (is_nan(y) || y > x ? y : x); });
 }
 
 }  // namespace stag

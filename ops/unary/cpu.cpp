@@ -1,9 +1,15 @@
 // CPU kernels of the unary ops and unary_backward: oneDNN eltwise forward and backward
-// primitives (f32). The op maps to an eltwise algorithm with its alpha/beta parameters.
+// primitives (f32). The op maps to an eltwise algorithm with its alpha/beta parameters. floor,
+// clamp and mod (and clamp's backward) are own vectorised loops instead: oneDNN 2.6 has no floor
+// or remainder, and its clip backward excludes the lower bound where stag (and PyTorch) include
+// it. An own loop computes exactly the reference's formula (math.hpp), so they agree bit for bit.
+#include <cmath>
 #include <optional>
 
 #include <stag/ops/cpu_kernel.hpp>
+#include <stag/ops/unary/math.hpp>
 #include <stag/ops/unary/unary.hpp>
+#include <stag/ops/vec.hpp>
 
 namespace stag {
 namespace {
@@ -42,12 +48,90 @@ std::optional<Eltwise> eltwise_of(OpId op, double p) {
       return Eltwise{a::eltwise_logistic};
     case OpId::tanh:
       return Eltwise{a::eltwise_tanh};
+    case OpId::elu:
+      return Eltwise{a::eltwise_elu, static_cast<float>(p)};
     default:
       return std::nullopt;
   }
 }
 
+// y[i] = f(x[i]) over n contiguous floats. y may be x (in place): each element is read before
+// it is written, which `omp simd` allows.
+template <class F>
+STAG_VECTORIZED void map_elements(const float* x, float* y, std::int64_t n, F f) {
+#pragma omp parallel for simd schedule(static) if (n > (1 << 16))
+  for (std::int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
+}
+
+// floor, clamp and mod in f32 (contiguous input); the formulas of math.hpp.
+class PiecewiseKernel final : public CpuKernel {
+ public:
+  PiecewiseKernel(const CpuNode& n, OpId op)
+      : x_(n.in[0].as<const float>()),
+        y_(n.out.as<float>()),
+        n_(n.out.numel()),
+        op_(op),
+        p_(static_cast<float>(n.attr().f[0])),
+        q_(static_cast<float>(n.attr().f[1])) {}
+  void run() override {
+    const float p = p_, q = q_;
+    switch (op_) {
+      case OpId::floor:
+        return map_elements(x_, y_, n_, [](float v) { return std::floor(v); });
+      case OpId::clamp:
+        return map_elements(x_, y_, n_, [p, q](float v) { return v < p ? p : (v > q ? q : v); });
+      default:  // mod
+        return map_elements(x_, y_, n_, [p](float v) { return unary_math::remainder(v, p); });
+    }
+  }
+  std::string describe() const override { return "own elementwise"; }
+
+ private:
+  const float* x_;
+  float* y_;
+  std::int64_t n_;
+  OpId op_;
+  float p_, q_;
+};
+
+// clamp's dx = g where lo <= x <= hi, else 0: loads both, then selects (vectorises).
+class ClampBackwardKernel final : public CpuKernel {
+ public:
+  explicit ClampBackwardKernel(const CpuNode& n)
+      : x_(n.in[0].as<const float>()),
+        g_(n.in[2].as<const float>()),
+        dx_(n.out.as<float>()),
+        n_(n.out.numel()),
+        lo_(static_cast<float>(n.attr().f[0])),
+        hi_(static_cast<float>(n.attr().f[1])) {}
+  void run() override {
+    const float lo = lo_, hi = hi_;
+    const float* x = x_;
+    const float* g = g_;
+    float* dx = dx_;
+#pragma omp parallel for simd schedule(static) if (n_ > (1 << 16))
+    for (std::int64_t i = 0; i < n_; ++i) {
+      const float v = x[i], gi = g[i];
+      dx[i] = v >= lo && v <= hi ? gi : 0.f;
+    }
+  }
+  std::string describe() const override {
+    return "own clamp backward";
+  }
+
+ private:
+  const float* x_;
+  const float* g_;
+  float* dx_;
+  std::int64_t n_;
+  float lo_, hi_;
+};
+
 std::unique_ptr<CpuKernel> forward(const CpuNode& n, OpId op) {
+  if (op == OpId::floor || op == OpId::clamp || op == OpId::mod) {
+    if (n.out.dtype != DType::f32 || !n.in[0].contiguous()) return nullptr;
+    return std::make_unique<PiecewiseKernel>(n, op);
+  }
   const auto e = eltwise_of(op, n.attr().f[0]);
   if (!e || n.out.dtype != DType::f32 || !n.in[0].contiguous()) return nullptr;
   const dnnl::engine& eng = n.ctx.eng;
@@ -83,15 +167,21 @@ STAG_UNARY_CPU(sigmoid)
 STAG_UNARY_CPU(tanh)
 STAG_UNARY_CPU(sin)
 STAG_UNARY_CPU(cos)
+STAG_UNARY_CPU(elu)
+STAG_UNARY_CPU(floor)
+STAG_UNARY_CPU(clamp)
+STAG_UNARY_CPU(mod)
 #undef STAG_UNARY_CPU
 
 // dx from (x, y, g): eltwise backward from the source x; the forward descriptor is the hint.
 std::unique_ptr<CpuKernel> OpDef<OpId::unary_backward>::cpu(const CpuNode& n) {
   const auto op = static_cast<OpId>(n.attr().i[0]);
-  const auto e = eltwise_of(op, n.attr().f[0]);
-  if (!e || n.out.dtype != DType::f32) return nullptr;
+  if (n.out.dtype != DType::f32) return nullptr;
   for (const TensorView& v : n.in)
     if (!v.contiguous()) return nullptr;
+  if (op == OpId::clamp) return std::make_unique<ClampBackwardKernel>(n);
+  const auto e = eltwise_of(op, n.attr().f[0]);
+  if (!e) return nullptr;
   const dnnl::engine& eng = n.ctx.eng;
   const auto md = memory_desc(n.out);
   dnnl::eltwise_forward::primitive_desc hint(

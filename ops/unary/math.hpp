@@ -11,8 +11,18 @@ namespace stag::unary_math {
 inline constexpr double kSqrt2OverPi = 0.7978845608028654;
 inline constexpr double kGeluTanhC = 0.044715;
 
+// NOTE: PyTorch's remainder: fmod keeps the sign of x; a nonzero result of the other sign than
+// m moves by m. In f32 a tiny negative x then rounds to m itself (-1e-9 mod 1 = 1.0f), as in
+// PyTorch.
 template <class T>
-T forward(OpId op, T x, double p) {
+T remainder(T x, T m) {
+  const T r = std::fmod(x, m);
+  return r != T(0) && ((r < T(0)) != (m < T(0))) ? r + m : r;
+}
+
+// p and q: the op's attrs f[0] and f[1] (pow's exponent, elu's alpha, clamp's bounds, mod's m).
+template <class T>
+T forward(OpId op, T x, double p, double q = 0) {
   switch (op) {
     case OpId::neg:
       return -x;
@@ -46,15 +56,26 @@ T forward(OpId op, T x, double p) {
       return std::sin(x);
     case OpId::cos:
       return std::cos(x);
+    case OpId::elu:
+      return x > T(0) ? x : static_cast<T>(p) * std::expm1(x);
+    case OpId::floor:
+      return std::floor(x);
+    case OpId::clamp: {  // NOTE: NaN fails both comparisons and stays NaN
+      const T lo = static_cast<T>(p), hi = static_cast<T>(q);
+      return x < lo ? lo : (x > hi ? hi : x);
+    }
+    case OpId::mod:
+      return remainder(x, static_cast<T>(p));
     default:
       return x;
   }
 }
 
 // d forward(x) / dx times g, given x and y = forward(x).
-// NOTE: relu and abs have a kink at 0; their derivative there is taken as 0.
+// NOTE: relu and abs have a kink at 0; their derivative there is taken as 0. clamp's is 1 at
+// its bounds (PyTorch's choice).
 template <class T>
-T backward(OpId op, T x, T y, T g, double p) {
+T backward(OpId op, T x, T y, T g, double p, double q = 0) {
   switch (op) {
     case OpId::neg:
       return -g;
@@ -95,6 +116,12 @@ T backward(OpId op, T x, T y, T g, double p) {
       return g * std::cos(x);
     case OpId::cos:
       return -g * std::sin(x);
+    case OpId::elu:
+      return x > T(0) ? g : g * (y + static_cast<T>(p));
+    case OpId::clamp:
+      return x >= static_cast<T>(p) && x <= static_cast<T>(q) ? g : T(0);
+    case OpId::floor:
+      return T(0);
     default:
       return g;
   }

@@ -23,10 +23,31 @@ void integer_forward(const KernelArgs& a, OpId op) {
   }
 }
 
+// Integer remainder with the sign of m (torch.remainder); m != 0 is checked at graph building.
+// NOTE: x % -1 overflows for the type's minimum (undefined behaviour); every remainder by -1 or
+// 1 is 0.
+template <class T>
+void integer_mod(const KernelArgs& a) {
+  const T m = static_cast<T>(a.attr().i[0]);
+  const TensorView& x = a.in[0];
+  const T* in = x.as<const T>();
+  T* out = a.out.as<T>();
+  for (std::int64_t i = 0, n = a.out.numel(); i < n; ++i) {
+    if (m == T(-1) || m == T(1)) {
+      out[i] = 0;
+      continue;
+    }
+    const T r = static_cast<T>(in[kernel::offset_of(x, i)] % m);
+    out[i] = r != 0 && ((r < 0) != (m < 0)) ? static_cast<T>(r + m) : r;
+  }
+}
+
 void forward(const KernelArgs& a, OpId op) {
-  const double p = a.attr().f[0];
+  const double p = a.attr().f[0], q = a.attr().f[1];
   const TensorView& x = a.in[0];
   const std::int64_t n = a.out.numel();
+  if (op == OpId::mod && a.out.dtype == DType::i32) return integer_mod<std::int32_t>(a);
+  if (op == OpId::mod && a.out.dtype == DType::i64) return integer_mod<std::int64_t>(a);
   if (a.out.dtype == DType::i32) return integer_forward<std::int32_t>(a, op);
   if (a.out.dtype == DType::i64) return integer_forward<std::int64_t>(a, op);
   kernel::with_float(a.out.dtype, [&](auto zero) {
@@ -34,7 +55,7 @@ void forward(const KernelArgs& a, OpId op) {
     T* out = a.out.as<T>();
     const T* in = x.as<const T>();
     for (std::int64_t i = 0; i < n; ++i)
-      out[i] = unary_math::forward(op, in[kernel::offset_of(x, i)], p);
+      out[i] = unary_math::forward(op, in[kernel::offset_of(x, i)], p, q);
   });
 }
 }  // namespace
@@ -58,11 +79,15 @@ STAG_UNARY_REF(sigmoid)
 STAG_UNARY_REF(tanh)
 STAG_UNARY_REF(sin)
 STAG_UNARY_REF(cos)
+STAG_UNARY_REF(elu)
+STAG_UNARY_REF(floor)
+STAG_UNARY_REF(clamp)
+STAG_UNARY_REF(mod)
 #undef STAG_UNARY_REF
 
 void OpDef<OpId::unary_backward>::reference(const KernelArgs& a) {
   const auto op = static_cast<OpId>(a.attr().i[0]);
-  const double p = a.attr().f[0];
+  const double p = a.attr().f[0], q = a.attr().f[1];
   const std::int64_t n = a.out.numel();
   kernel::with_float(a.out.dtype, [&](auto zero) {
     using T = decltype(zero);
@@ -70,7 +95,7 @@ void OpDef<OpId::unary_backward>::reference(const KernelArgs& a) {
     const T* y = a.in[1].as<const T>();
     const T* g = a.in[2].as<const T>();
     T* out = a.out.as<T>();
-    for (std::int64_t i = 0; i < n; ++i) out[i] = unary_math::backward(op, x[i], y[i], g[i], p);
+    for (std::int64_t i = 0; i < n; ++i) out[i] = unary_math::backward(op, x[i], y[i], g[i], p, q);
   });
 }
 

@@ -1,4 +1,5 @@
-// Gradients of the unary ops: neg is -g; every other op is one unary_backward node.
+// Gradients of the unary ops: neg is -g, mod passes g through, floor passes nothing back (zero
+// almost everywhere); every other op is one unary_backward node.
 #pragma once
 
 #include <stag/ops/unary/unary.hpp>
@@ -27,6 +28,17 @@ STAG_UNARY_VJP(sigmoid)
 STAG_UNARY_VJP(tanh)
 STAG_UNARY_VJP(sin)
 STAG_UNARY_VJP(cos)
+STAG_UNARY_VJP(elu)
 #undef STAG_UNARY_VJP
+
+constexpr void OpDef<OpId::clamp>::vjp(VjpCtx& c) {
+  c.grads[0] = unary_backward(OpId::clamp, c.x(0), c.y(), c.g(), c.attr().f[0], c.attr().f[1]);
+}
+// d/dx (x - floor(x / m) * m) = 1 between the jumps.
+constexpr void OpDef<OpId::mod>::vjp(VjpCtx& c) {
+  c.grads[0] = c.g();
+}
+// No gradient slot is filled: x gets no contribution (zeros if nothing else reaches it).
+constexpr void OpDef<OpId::floor>::vjp(VjpCtx&) {}
 
 }  // namespace stag

@@ -1,0 +1,19 @@
+// Mistake: cumsum<2> over a [batch, 8] tensor (rank 2: the last axis is 1, or -1).
+// expect: stag::cumsum: axis out of range for the input..?s rank
+// expect-errors: 1
+#include <stag/stag.hpp>
+
+using namespace stag;
+constexpr auto batch = sym<"batch">;
+
+constexpr auto g = model([](Builder& b) {
+  auto x = input<"x", Shape<batch, 8>>(b);
+#ifdef STAG_BAD
+  auto c = cumsum<2>(x);
+#else
+  auto c = cumsum<-1>(x);
+#endif
+  return sum<0, 1>(c);
+});
+
+int main() { return g.size() > 0 ? 0 : 1; }
