@@ -47,8 +47,9 @@ constexpr auto bare = model([](Builder& g) {
 constexpr auto causal_train = grad<bare<AttnMask::causal>, "q", "k", "v">();
 constexpr auto window_train = grad<bare<AttnMask::sliding_window>, "q", "k", "v">();
 
-// ALiBi as a score_mod over the built-in window (MaskMod false) or a mask_mod window (true).
-template <bool MaskMod>
+// ALiBi as a score_mod over the built-in window (Mode 0) or a mask_mod window (1), and the
+// kernel's built-in ALiBi over the built-in window (2).
+template <int Mode>
 constexpr auto bare_alibi = model([](Builder& g) {
   auto q = input<"q", Shape<1, kHeads, seq, kHeadDim>>(g);
   auto k = input<"k", Shape<1, kHeads, seq, kHeadDim>>(g);
@@ -56,15 +57,19 @@ constexpr auto bare_alibi = model([](Builder& g) {
   auto w = input<"w", Shape<1, kHeads, seq, kHeadDim>>(g);
   auto alibi = score_mod<"alibi">(variants::alibi, alibi_slopes<kHeads>(g));
   auto o = [&] {
-    if constexpr (MaskMod)
+    if constexpr (Mode == 2)
+      return sdpa(q, k, v,
+                  {.mask = AttnMask::sliding_window, .window = kWindow, .score = AttnScore::alibi});
+    else if constexpr (Mode == 1)
       return sdpa(q, k, v, alibi, mask_mod<"window">(variants::sliding_window<kWindow>));
     else
       return sdpa(q, k, v, alibi, {.mask = AttnMask::sliding_window, .window = kWindow});
   }();
   return sum<0, 1, 2, 3>(o * w);
 });
-constexpr auto alibi_train = grad<bare_alibi<false>, "q", "k", "v">();
-constexpr auto alibi_mask_train = grad<bare_alibi<true>, "q", "k", "v">();
+constexpr auto alibi_train = grad<bare_alibi<0>, "q", "k", "v">();
+constexpr auto alibi_mask_train = grad<bare_alibi<1>, "q", "k", "v">();
+constexpr auto alibi_builtin_train = grad<bare_alibi<2>, "q", "k", "v">();
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -177,7 +182,9 @@ int main(int argc, char** argv) {
     print(tag + ".op_alibi_window256.step_ms", 1e3 * at, "ms");
     const auto [mt, mp] = time_session(alibi_mask_train, op_in, threads, steps);
     print(tag + ".op_alibi_maskmod_window256.step_ms", 1e3 * mt, "ms");
-    (void)cp, (void)ap, (void)mp;
+    const auto [bt, bp] = time_session(alibi_builtin_train, op_in, threads, steps);
+    print(tag + ".op_builtin_alibi_window256.step_ms", 1e3 * bt, "ms");
+    (void)cp, (void)ap, (void)mp, (void)bp;
   }
   return 0;
 }

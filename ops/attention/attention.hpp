@@ -22,8 +22,9 @@
 // [-1, L - T] (a stag::Error otherwise). Inference only: no dropout, and differentiating it
 // is a compile error (stag::grad names this op).
 // Attrs: i[0] = mask kind (attn::MaskKind), i[1] = window, i[2] = dropout salt, i[3] = 1 when
-// the scale is the default, i[4] = 1 when input 3 is the cache positions, f[0] = scale,
-// f[1] = dropout p.
+// the scale is the default, i[4] = 1 when input 3 is the cache positions (2: inputs from 3 on
+// are score_mod / mask_mod captures), i[6] = the built-in score (AttnScore), i[7] = the
+// captures' counts, f[0] = scale, f[1] = dropout p, f[2] = soft-cap, ext = the mods.
 // Gradients: attention_backward (dq) and attention_backward_kv (dk or dv, attr i[5]), which
 // recompute the probabilities tile by tile from the forward's saved log-sum-exp.
 #pragma once
@@ -68,6 +69,11 @@ struct OpDef<OpId::attention_backward_kv> {
 // The built-in masks; the kernels skip the key tiles they rule out.
 enum class AttnMask : std::int8_t { none = 0, causal = 1, sliding_window = 2 };
 
+// The built-in score modifications, vectorised in the kernel (a score_mod can express both):
+// ALiBi adds -m_h (q' - k) with m_h = 2^(-8 (h + 1) / H) and q' the query's key position;
+// soft-capping replaces the scaled score s by c tanh(s / c) (Gemma 2), c = SdpaOptions::softcap.
+enum class AttnScore : std::int8_t { none = 0, alibi = 1, softcap = 2 };
+
 struct SdpaOptions {
   AttnMask mask = AttnMask::none;
   std::int64_t window = 0;  // sliding_window: each query keeps its `window` latest keys
@@ -76,6 +82,8 @@ struct SdpaOptions {
   // The dropout stream's salt; -1: the builder's node count, as the dropout op takes it. A
   // rewrite of an unfused chain passes its dropout node's salt, so the masks stay the same.
   std::int64_t salt = -1;
+  AttnScore score = AttnScore::none;
+  double softcap = 0.0;  // AttnScore::softcap: the cap c > 0
 };
 
 namespace rules {
@@ -148,6 +156,8 @@ constexpr Attrs sdpa_attrs(const SdpaOptions& o, std::int64_t salt) {
   if (o.mask == AttnMask::sliding_window && o.window < 1)
     throw GraphError("stag::sdpa: a sliding window needs window >= 1 (keys each query keeps)");
   if (!(o.scale >= 0.0)) throw GraphError("stag::sdpa: scale must be >= 0 (0 means 1 / sqrt(Dk))");
+  if (o.score == AttnScore::softcap && !(o.softcap > 0.0))
+    throw GraphError("stag::sdpa: soft-capping needs softcap > 0 (scores become c tanh(s / c))");
   Attrs a;
   a.i[0] = static_cast<std::int64_t>(o.mask);
   a.i[1] = o.window;
@@ -155,6 +165,8 @@ constexpr Attrs sdpa_attrs(const SdpaOptions& o, std::int64_t salt) {
   a.i[3] = o.scale == 0.0 ? 1 : 0;
   a.f[0] = o.scale;
   a.f[1] = o.dropout;
+  a.i[6] = static_cast<std::int64_t>(o.score);
+  a.f[2] = o.softcap;
   return a;
 }
 }  // namespace detail
@@ -316,6 +328,8 @@ constexpr MaskModFn<Name, F, Tensor<S, D>...> mask_mod(F, Tensor<S, D>... captur
 // Untyped front-end: caps holds score_mod's n_score tensors, then mask_mod's.
 constexpr Ref sdpa_mods(Ref q, Ref k, Ref v, const Ref* caps, int n_caps, int n_score,
                         const attn::Mods* mods, const SdpaOptions& o) {
+  if (o.score != AttnScore::none)
+    throw GraphError("stag::sdpa: a score_mod and a built-in score (SdpaOptions::score) together; write the built-in one into the score_mod");
   Attrs a = detail::sdpa_attrs(o, o.salt >= 0 ? o.salt : q.b->size());
   a.i[4] = 2;
   a.i[7] = n_score + 16 * (n_caps - n_score);

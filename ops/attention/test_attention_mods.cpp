@@ -29,7 +29,7 @@ constexpr auto same_doc = [](auto b, auto, auto q, auto kv, auto docs) {
 };
 constexpr auto window4 = [](auto, auto, auto q, auto kv) { return kv <= q && q - kv < 4; };
 
-enum Case { kAlibi, kRelative, kSoftcap, kDocs, kWindow, kAlibiDocs };
+enum Case { kAlibi, kRelative, kSoftcap, kDocs, kWindow, kAlibiDocs, kBuiltinAlibi, kBuiltinSoftcap };
 
 template <int C>
 constexpr auto mods_loss = model([](Builder& g) {
@@ -51,6 +51,10 @@ constexpr auto mods_loss = model([](Builder& g) {
       return sdpa(q, k, v, mask_mod<"document">(same_doc, docs), {.mask = AttnMask::causal});
     } else if constexpr (C == kWindow) {
       return sdpa(q, k, v, mask_mod<"window4">(window4));
+    } else if constexpr (C == kBuiltinAlibi) {
+      return sdpa(q, k, v, {.mask = AttnMask::causal, .score = AttnScore::alibi});
+    } else if constexpr (C == kBuiltinSoftcap) {
+      return sdpa(q, k, v, {.mask = AttnMask::causal, .score = AttnScore::softcap, .softcap = 2});
     } else {
       auto slopes = input<"slopes", Shape<kH>>(g);
       auto docs = input<"docs", Shape<kB, sk>, i32>(g);
@@ -64,6 +68,7 @@ template <int C>
 constexpr bool has_slopes = C == kAlibi || C == kAlibiDocs;
 template <int C>
 constexpr auto mods_train = [] {
+  // (the built-in cases have no captured tensors: the last branch)
   if constexpr (has_slopes<C>)
     return grad<mods_loss<C>, "q", "k", "v", "slopes">();
   else if constexpr (C == kRelative)
@@ -139,6 +144,10 @@ TEST_CASE("mask_mod: a sliding window written by the user", "[op][attention][mod
 }
 TEST_CASE("score_mod and mask_mod together", "[op][attention][mods][gradcheck]") {
   check_mods_op<kAlibiDocs>("sdpa, alibi + document");
+}
+TEST_CASE("built-in scores: ALiBi and soft-capping", "[op][attention][mods][gradcheck]") {
+  check_mods_op<kBuiltinAlibi>("sdpa, built-in alibi, causal");
+  check_mods_op<kBuiltinSoftcap>("sdpa, built-in softcap, causal");
 }
 
 // ---- against an unfused chain whose bias and mask are computed here ---------------------------
@@ -269,6 +278,29 @@ TEST_CASE("a score_mod reading outside its captured tensor is an error, not a ba
   ok.set_inputs(near);
   ok.run();
   th::require_close(ok.get("o"), evaluate_reference(g, near, {}, {.f64 = true})["o"], 2e-5);
+}
+
+TEST_CASE("score_mod ALiBi and soft-capping equal the kernel's built-in ones",
+          "[op][attention][mods]") {
+  // Two implementations: the built-in scores are vectorised loops of their own in the kernel
+  // and the reference; the score_mods go through the compiled functions and dual numbers.
+  for (const auto& [s_q, s_k] : kSquare) {
+    INFO("S " << s_q);
+    NamedArrays in = mods_inputs<kAlibi>(s_q, s_k, 8);
+    std::vector<double> slopes;
+    for (int h = 0; h < kH; ++h) slopes.push_back(std::exp2(-8.0 * (h + 1) / kH));
+    in["slopes"] = Array::from_vector<double>({kH}, slopes).to(DType::f32);
+    const NamedArrays plain{{"q", in["q"]}, {"k", in["k"]}, {"v", in["v"]}, {"w", in["w"]}};
+    const std::vector<Array> mod = run_cpu(mods_train<kAlibi>, in, {"q", "k", "v"});
+    const std::vector<Array> built = run_cpu(mods_train<kBuiltinAlibi>, plain, {"q", "k", "v"});
+    const std::vector<Array> capmod = run_cpu(mods_train<kSoftcap>, plain, {"q", "k", "v"});
+    const std::vector<Array> cap = run_cpu(mods_train<kBuiltinSoftcap>, plain, {"q", "k", "v"});
+    for (std::size_t i = 0; i < 4; ++i) {
+      INFO("value " << i << " (loss, dq, dk, dv)");
+      th::require_close(mod[i], built[i], 2e-5 * std::max(1.0, std::abs(built[0].at(0))));
+      th::require_close(capmod[i], cap[i], 2e-5 * std::max(1.0, std::abs(cap[0].at(0))));
+    }
+  }
 }
 
 }  // namespace
