@@ -3,6 +3,7 @@
 // clamp and mod (and clamp's backward) are own vectorised loops instead: oneDNN 2.6 has no floor
 // or remainder, and its clip backward excludes the lower bound where stag (and PyTorch) include
 // it. An own loop computes exactly the reference's formula (math.hpp), so they agree bit for bit.
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -63,6 +64,41 @@ STAG_VECTORIZED void map_elements(const float* x, float* y, std::int64_t n, F f)
   for (std::int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
 }
 
+// x mod m (torch.remainder) for floats, equal bit for bit to unary_math::remainder (fmod-based,
+// which does not vectorise: about 30 ns an element). The fast form computes x - floor(x / m) * m
+// in double. NOTE: it is exact, and so equal to the fmod form after the one rounding to float,
+// when 2^-28 <= |x / m| < 2^28: then floor(x / m) cannot be misrounded (x / m is at least
+// 2^-24 / 2^-29 away from a whole number it is not, relative to its double rounding error),
+// n * m fits 53 bits, and x - n * m is a multiple of the smaller ulp below |m|. Elsewhere
+// (|x| far below or above |m|, m = 0, inf, NaN, x = 0) a second pass uses the fmod form. A
+// zero result takes x's sign, as fmod's does.
+STAG_VECTORIZED void remainder_block(const float* __restrict x, float* __restrict y, std::int64_t n,
+                                     float m) {
+  const double md = m;
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double xd = x[i];
+    const double r = xd - std::floor(xd / md) * md;
+    y[i] = r == 0 ? x[i] * 0.f : static_cast<float>(r);
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double q = std::abs(static_cast<double>(x[i]) / md);
+    if (!(q >= 0x1p-28 && q < 0x1p28)) y[i] = unary_math::remainder(x[i], m);
+  }
+}
+void remainder_f32(const float* x, float* y, std::int64_t n, float m) {
+  constexpr std::int64_t kBlock = 1024;
+  const std::int64_t blocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    // A copy of the block, so that the second pass reads x even when y overwrites it.
+    float in[kBlock];
+    const std::int64_t len = std::min(kBlock, n - b * kBlock);
+    std::copy(x + b * kBlock, x + b * kBlock + len, in);
+    remainder_block(in, y + b * kBlock, len, m);
+  }
+}
+
 // floor, clamp and mod in f32 (contiguous input); the formulas of math.hpp.
 class PiecewiseKernel final : public CpuKernel {
  public:
@@ -81,7 +117,7 @@ class PiecewiseKernel final : public CpuKernel {
       case OpId::clamp:
         return map_elements(x_, y_, n_, [p, q](float v) { return v < p ? p : (v > q ? q : v); });
       default:  // mod
-        return map_elements(x_, y_, n_, [p](float v) { return unary_math::remainder(v, p); });
+        return remainder_f32(x_, y_, n_, p);
     }
   }
   std::string describe() const override { return "own elementwise"; }

@@ -4,6 +4,7 @@
 // check with inputs kept away from the kinks.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "op_harness.hpp"
@@ -147,6 +148,75 @@ TEST_CASE("clamp and integer mod refuse bad scalars while the graph is built", "
   CHECK_THROWS_AS(mod(i, 2.5), GraphError);
   CHECK_THROWS_AS(mod(i, 3e9), GraphError);
   CHECK_NOTHROW(mod(x, 0.0));  // float remainder by 0 is NaN at run time, as in PyTorch
+}
+
+// The CPU kernel of mod takes a fast double-precision path where it is provably exact and the
+// fmod form elsewhere: its results must equal the reference's bit for bit (zero signs included)
+// over magnitudes from subnormal to huge, exact multiples, zeros, infinities and NaN.
+constexpr auto mod_many = model([](Builder& g) {
+  auto x = input<"x", Shape<n>>(g);
+  mod(x, 2.5).output("m_2.5");
+  mod(x, -0.75).output("m_-0.75");
+  mod(x, 3e-30).output("m_tiny");
+  mod(x, -7e30).output("m_huge");
+  mod(x, 0.0).output("m_zero");
+  mod(x, 1.0).output("m_one");
+  return sum<0>(x);
+});
+
+TEST_CASE("mod: the CPU kernel equals the reference bit for bit over every magnitude",
+          "[op][piecewise]") {
+  std::vector<float> v = {0.0f,
+                          -0.0f,
+                          2.5f,
+                          -2.5f,
+                          5.0f,
+                          -7.5f,
+                          0.75f,
+                          -1.5f,
+                          1e-38f,
+                          -1e-45f,
+                          3e-30f,
+                          -6e-30f,
+                          7e30f,
+                          -1.4e31f,
+                          3e38f,
+                          -3e38f,
+                          1.0f,
+                          -1.0f,
+                          std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::quiet_NaN(),
+                          -1e-9f,
+                          1e-9f};
+  for (int i = 0; i < 3000; ++i) {  // random signs, mantissas and exponents 2^-140 .. 2^120
+    const double u = random::uniform(5, 6, 7, static_cast<std::uint64_t>(i));
+    const double e = random::uniform(5, 6, 8, static_cast<std::uint64_t>(i));
+    v.push_back(static_cast<float>((u < 0.5 ? -1 : 1) * (1 + u) * std::exp2(-140 + 260 * e)));
+  }
+  const auto len = static_cast<std::int64_t>(v.size());
+  Array x(DType::f32, {len});
+  std::memcpy(x.data<float>(), v.data(), v.size() * sizeof(float));
+  const NamedArrays in{{"x", x}};
+  const Evaluation ref = evaluate_reference(mod_many, in, {});
+  for (const th::Backend& be : th::backends()) {
+    INFO("backend " << be.name);
+    for (const auto& [node, value] : be.run(mod_many, in, {}, {})) {
+      if (node == mod_many.result) continue;
+      INFO(GraphView(mod_many).name(node));
+      const float* got = value.data<float>();
+      const float* want = ref.node(node).data<float>();
+      int differ = 0;
+      for (std::int64_t i = 0; i < len; ++i) {
+        const bool same = std::isnan(got[i]) ? std::isnan(want[i])
+                                             : std::memcmp(&got[i], &want[i], sizeof(float)) == 0;
+        if (!same && differ++ < 3)
+          UNSCOPED_INFO("x = " << v[static_cast<std::size_t>(i)] << ": got " << got[i] << ", want "
+                               << want[i]);
+      }
+      CHECK(differ == 0);
+    }
+  }
 }
 
 // clamp's gradient includes its bounds (PyTorch's rule), on the reference and every backend.
