@@ -328,8 +328,10 @@ constexpr MaskModFn<Name, F, Tensor<S, D>...> mask_mod(F, Tensor<S, D>... captur
 // Untyped front-end: caps holds score_mod's n_score tensors, then mask_mod's.
 constexpr Ref sdpa_mods(Ref q, Ref k, Ref v, const Ref* caps, int n_caps, int n_score,
                         const attn::Mods* mods, const SdpaOptions& o) {
-  if (o.score != AttnScore::none)
-    throw GraphError("stag::sdpa: a score_mod and a built-in score (SdpaOptions::score) together; write the built-in one into the score_mod");
+  // The message stays on the line of the throw, which the compilers quote.
+  // clang-format off
+  if (o.score != AttnScore::none) throw GraphError("stag::sdpa: a score_mod and a built-in score (SdpaOptions::score) together; write the built-in one into the score_mod");
+  // clang-format on
   Attrs a = detail::sdpa_attrs(o, o.salt >= 0 ? o.salt : q.b->size());
   a.i[4] = 2;
   a.i[7] = n_score + 16 * (n_caps - n_score);

@@ -29,7 +29,16 @@ constexpr auto same_doc = [](auto b, auto, auto q, auto kv, auto docs) {
 };
 constexpr auto window4 = [](auto, auto, auto q, auto kv) { return kv <= q && q - kv < 4; };
 
-enum Case { kAlibi, kRelative, kSoftcap, kDocs, kWindow, kAlibiDocs, kBuiltinAlibi, kBuiltinSoftcap };
+enum Case {
+  kAlibi,
+  kRelative,
+  kSoftcap,
+  kDocs,
+  kWindow,
+  kAlibiDocs,
+  kBuiltinAlibi,
+  kBuiltinSoftcap
+};
 
 template <int C>
 constexpr auto mods_loss = model([](Builder& g) {
