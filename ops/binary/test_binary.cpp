@@ -225,4 +225,45 @@ TEST_CASE("binary ops on odd shapes and several bindings", "[op][binary][gradche
                 .bindings = 3});
 }
 
+// Broadcasts oneDNN 2.6 has no fast path for run in the own loop (ops/binary/cpu.cpp): both
+// operands broadcast (an outer product), a broadcast first operand of sub and div, and an inner
+// axis broadcast. The CPU session must equal the reference bit for bit (same formulas), and
+// say which kernel it used.
+constexpr auto broadcasts = model([](Builder& g) {
+  auto a = input<"a", Shape<2, 3, 4, 1>>(g);
+  auto b = input<"b", Shape<2, 3, 1, 5>>(g);
+  auto c = input<"c", Shape<3, 1, 5>>(g);
+  auto d = input<"d", Shape<2, 3, 4, 5>>(g);
+  (a * b).named("outer").output("outer");
+  (c - d).named("sub_first").output("sub_first");
+  (c / d).named("div_first").output("div_first");
+  (d + a).named("inner").output("inner");
+  minimum(a, b).named("min").output("min");
+  return sum<0, 1, 2, 3>(maximum(d, c).named("max").output("max"));
+});
+
+TEST_CASE("broadcasts without a oneDNN fast path run the own loop, equal to the reference",
+          "[op][binary]") {
+  const NamedArrays in{{"a", th::random_array(DType::f32, {2, 3, 4, 1}, 1, -2, 2)},
+                       {"b", th::random_array(DType::f32, {2, 3, 1, 5}, 2, -2, 2)},
+                       {"c", th::random_array(DType::f32, {3, 1, 5}, 3, 0.5, 2)},
+                       {"d", th::random_array(DType::f32, {2, 3, 4, 5}, 4, 0.5, 2)}};
+  Session s(broadcasts, {.threads = 2});
+  s.set_inputs(in);
+  s.run();
+  const Evaluation want = evaluate_reference(broadcasts, in, {});
+  for (const char* name : {"outer", "sub_first", "div_first", "inner", "min", "max"}) {
+    INFO(name);
+    th::require_close(s.get(name), want[name], 0.0);
+  }
+  const std::string k = s.describe_kernels();
+  INFO(k);
+  for (const char* name : {"outer", "sub_first", "div_first", "min"})
+    CHECK(k.find(std::string(name) + "  ") != std::string::npos);
+  CHECK(k.find("outer  mul  own broadcast binary") != std::string::npos);
+  CHECK(k.find("sub_first  sub  own broadcast binary") != std::string::npos);
+  CHECK(k.find("div_first  div  own broadcast binary") != std::string::npos);
+  CHECK(k.find("ref:") == std::string::npos);  // no generic oneDNN loop anywhere
+}
+
 }  // namespace

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <stag/runtime/session.hpp>
 #include <stag/runtime/viz/annotate.hpp>
 #include <stag/runtime/viz/render.hpp>
-#include <stag/runtime/session.hpp>
 
 namespace stag {
 
@@ -89,8 +89,11 @@ DotAnnotations kernel_annotations(const Session& s) {
       continue;
     }
     if (p.kind == NodePlan::Kind::input) continue;  // copied in by the session
-    a.lines[n].push_back(p.kernel_name + (p.in_place ? " (in place)" : ""));
-    if (p.kernel_name.rfind("reference", 0) == 0) {
+    // NOTE: asked now (as Session::describe_kernels does): the fused attention with a mask_mod
+    // reports the last step's block mask.
+    const std::string name = p.kernel ? p.kernel->describe() : p.kernel_name;
+    a.lines[n].push_back(name + (p.in_place ? " (in place)" : ""));
+    if (name.rfind("reference", 0) == 0) {
       a.heat[n] = 1.0;
       ++fallbacks;
     }
