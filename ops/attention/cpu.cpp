@@ -120,6 +120,12 @@ void set_dropout(attn::Problem& p, const Attrs& a, const RunState& s) {
   p.drop_scale = static_cast<float>(1.0 / (1.0 - drop));
 }
 
+// The handoff key by which attention_backward_kv says that the plan reads the gradient of
+// score_mod's captured tensor j from backward node `node` (dead gradients get no kernel).
+std::pair<const void*, int> wanted_key(const GraphView& g, int node, int j) {
+  return {&g, -(1 << 24) - node * attn::kMaxCaptures - j};
+}
+
 // What the forward and backward kernels share for score_mod / mask_mod: the fault record of
 // the captured tensors' reads and the block mask of a mask_mod. The forward kernel computes
 // the block mask (each step when the mask reads captured tensors, else once: it depends only
@@ -207,6 +213,7 @@ class AttentionBackwardKernel final : public OwnKernel, ModState {
     head_strides(n.in[3], o_st_);
     head_strides(n.in[4], do_st_);
     bind(p_, std::move(blocks), owner);
+    ctx_ = &n.ctx;
   }
   void run() override {
     set_dropout(p_, attr(), state_);
@@ -217,8 +224,14 @@ class AttentionBackwardKernel final : public OwnKernel, ModState {
     float* cap_grads[attn::kMaxCaptures] = {};
     if (p_.mods != nullptr) {
       const std::span<const TensorView> caps(in_.data() + 5, in_.size() - 5);
+      // Which gradients the plan reads: known once every kernel of the plan exists.
+      if (!wanted_known_) {
+        for (int j = 0; j < attn::kMaxCaptures; ++j)
+          wanted_[j] = ctx_->handoff.count(wanted_key(g_, node_, j)) > 0;
+        wanted_known_ = true;
+      }
       for (int j = 0; j < p_.mods->n_score; ++j)
-        if (p_.mods->cap_float & (1u << j))
+        if ((p_.mods->cap_float & (1u << j)) && wanted_[j])
           cap_grads[j] =
               dv + p_.B * p_.Hkv * p_.Sk * p_.Dv + kernel::cap_grad_slot(*p_.mods, caps, j).first;
     }
@@ -234,6 +247,8 @@ class AttentionBackwardKernel final : public OwnKernel, ModState {
   attn::Problem p_;
   std::shared_ptr<std::vector<float>> lse_, dkv_;
   std::int64_t o_st_[3] = {}, do_st_[3] = {};
+  CpuContext* ctx_ = nullptr;
+  bool wanted_known_ = false, wanted_[attn::kMaxCaptures] = {};
 };
 
 // Copies dk or dv out of what the backward kernel computed.
@@ -334,6 +349,8 @@ std::unique_ptr<CpuKernel> OpDef<OpId::attention_backward_kv>::cpu(const CpuNode
     const std::span<const TensorView> caps(n.in.data() + 6, n.in.size() - 6);
     offset =
         dk_size + v.numel() + kernel::cap_grad_slot(*m, caps, static_cast<int>(which - 2)).first;
+    n.ctx.handoff[wanted_key(n.g, n.n().in[0], static_cast<int>(which - 2))] =
+        std::make_shared<std::vector<float>>();
   }
   if (offset + n.out.numel() > static_cast<std::int64_t>(it->second->size())) return nullptr;
   return std::make_unique<AttentionKvKernel>(n, it->second, offset);

@@ -343,6 +343,11 @@ struct Mods {
   void (*score_grad_tile)(const ModRun&, std::int64_t b, std::int64_t h, std::int64_t q0,
                           std::int64_t rows, std::int64_t k0, std::int64_t cols, const float* raw,
                           float* ds, float* const* cap_grad) = nullptr;
+  // The same for d/d(score) only, when no captured tensor's gradient is wanted (cheaper: no
+  // tape, one derivative slot).
+  void (*score_dtile)(const ModRun&, std::int64_t b, std::int64_t h, std::int64_t q0,
+                      std::int64_t rows, std::int64_t k0, std::int64_t cols, const float* raw,
+                      float* ds, float* const* cap_grad) = nullptr;
   // mask_tile: the number of kept elements; with s, masked elements of s become -inf.
   std::int64_t (*mask_tile)(const ModRun&, std::int64_t b, std::int64_t h, std::int64_t q0,
                             std::int64_t rows, std::int64_t k0, std::int64_t cols,
@@ -406,12 +411,13 @@ struct ModsImpl<SF, CapList<SC...>, MF, CapList<MC...>> {
         row[j] = eval_score<float, 0>(caps, Dual<float, 0>{row[j]}, b, h, q0 + r, k0 + j).v;
     }
   }
+  template <int N>
   static void score_grad_tile(const ModRun& run, std::int64_t b, std::int64_t h, std::int64_t q0,
                               std::int64_t rows, std::int64_t k0, std::int64_t cols,
                               const float* raw, float* ds, float* const* cap_grad) {
-    constexpr int N = kGradWidth;
     Tape tape;
-    const auto caps = score_caps<float, N>(run, &tape, std::make_index_sequence<ns>{});
+    const auto caps =
+        score_caps<float, N>(run, N > 1 ? &tape : nullptr, std::make_index_sequence<ns>{});
     for (std::int64_t r = 0; r < rows; ++r)
       for (std::int64_t j = 0; j < cols; ++j) {
         const std::int64_t e = r * kModTile + j;
@@ -474,7 +480,8 @@ struct ModsImpl<SF, CapList<SC...>, MF, CapList<MC...>> {
     ((m.cap_float |= is_float(MC::dtype) ? static_cast<std::uint8_t>(1u << k) : 0, ++k), ...);
     if constexpr (has_score) {
       m.score_tile = &score_tile;
-      m.score_grad_tile = &score_grad_tile;
+      m.score_grad_tile = &score_grad_tile<kGradWidth>;
+      m.score_dtile = &score_grad_tile<1>;
       m.score_f = &score_one<float>;
       m.score_d = &score_one<double>;
     }

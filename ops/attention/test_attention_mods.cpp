@@ -312,4 +312,24 @@ TEST_CASE("score_mod ALiBi and soft-capping equal the kernel's built-in ones",
   }
 }
 
+TEST_CASE("a score_mod whose captured tensor needs no gradient gives the same dq, dk, dv",
+          "[op][attention][mods]") {
+  // The slopes are an input the loss is not differentiated by: the backward then runs its
+  // d/d(score)-only pass. The same as with the slopes' gradient, and as the built-in ALiBi.
+  static constexpr auto qkv_only = grad<mods_loss<kAlibi>, "q", "k", "v">();
+  NamedArrays in = mods_inputs<kAlibi>(130, 130, 4);
+  std::vector<double> slopes;
+  for (int h = 0; h < kH; ++h) slopes.push_back(std::exp2(-8.0 * (h + 1) / kH));
+  in["slopes"] = Array::from_vector<double>({kH}, slopes).to(DType::f32);
+  const NamedArrays plain{{"q", in["q"]}, {"k", in["k"]}, {"v", in["v"]}, {"w", in["w"]}};
+  const std::vector<Array> a = run_cpu(qkv_only, in, {"q", "k", "v"});
+  const std::vector<Array> b = run_cpu(mods_train<kAlibi>, in, {"q", "k", "v"});
+  const std::vector<Array> c = run_cpu(mods_train<kBuiltinAlibi>, plain, {"q", "k", "v"});
+  for (std::size_t i = 0; i < 4; ++i) {
+    INFO("value " << i << " (loss, dq, dk, dv)");
+    th::require_close(a[i], b[i], 0.0);
+    th::require_close(a[i], c[i], 2e-5 * std::max(1.0, std::abs(c[0].at(0))));
+  }
+}
+
 }  // namespace

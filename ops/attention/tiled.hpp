@@ -479,6 +479,9 @@ inline void backward(const Problem& p, const float* o, const std::int64_t* o_st,
         cap_total += cap_n[j];
       }
   std::vector<float> cap_acc(static_cast<std::size_t>(items * cap_total));
+  // Without wanted capture gradients, the cheaper d/d(score)-only pass.
+  const auto grad_tile =
+      user_score ? (cap_total > 0 ? p.mods->score_grad_tile : p.mods->score_dtile) : nullptr;
 #pragma omp parallel
   {
     Scratch w;
@@ -592,8 +595,7 @@ inline void backward(const Problem& p, const float* o, const std::int64_t* o_st,
               }
             }
             // Through score_mod: dS of the raw score, and its captured tensors' gradients.
-            if (user_score)
-              p.mods->score_grad_tile(p.run, b, h, q0, rows, k0, cols, w.raw.data(), dp, cg);
+            if (user_score) grad_tile(p.run, b, h, q0, rows, k0, cols, w.raw.data(), dp, cg);
             // dV += P^T dO, dK += dS^T Q (scaled at the end), dQ += dS K.
             float t[kTile * kTile];
             transpose_tile(s, t);
