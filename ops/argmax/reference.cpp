@@ -5,18 +5,11 @@
 #include <type_traits>
 
 #include <stag/ops/argmax/argmax.hpp>
+#include <stag/ops/binary/math.hpp>
 #include <stag/ops/kernel.hpp>
 
 namespace stag {
-namespace {
-template <class T>
-bool is_nan(T v) {
-  if constexpr (std::is_floating_point_v<T>)
-    return std::isnan(v);
-  else
-    return false;
-}
-}  // namespace
+using binary_math::is_nan;
 
 void OpDef<OpId::argmax>::reference(const KernelArgs& a) {
   const TensorView& x = a.in[0];

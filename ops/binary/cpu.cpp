@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include <stag/ops/binary/binary.hpp>
+#include <stag/ops/binary/math.hpp>
 #include <stag/ops/cpu_kernel.hpp>
 #include <stag/ops/vec.hpp>
 
@@ -56,11 +57,9 @@ class BroadcastBinary final : public CpuKernel {
       case OpId::div:
         return apply([](float x, float y) { return x / y; });
       case OpId::minimum:
-        return apply(
-            [](float x, float y) { return std::isnan(x) ? x : (std::isnan(y) || y < x ? y : x); });
+        return apply([](float x, float y) { return binary_math::minimum(x, y); });
       default:
-        return apply(
-            [](float x, float y) { return std::isnan(x) ? x : (std::isnan(y) || y > x ? y : x); });
+        return apply([](float x, float y) { return binary_math::maximum(x, y); });
     }
   }
   std::string describe() const override { return "own broadcast binary"; }

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include <stag/ops/binary/binary.hpp>
+#include <stag/ops/binary/math.hpp>
 #include <stag/ops/kernel.hpp>
 
 namespace stag {
@@ -82,21 +83,11 @@ void OpDef<OpId::mul>::reference(const KernelArgs& a) {
 void OpDef<OpId::div>::reference(const KernelArgs& a) {
   binary(a, [&](auto x, auto y, std::int64_t i) { return divide(a, x, y, i); });
 }
-// NOTE: a NaN operand gives NaN, as in PyTorch (a plain `y < x ? y : x` would drop a NaN y).
-template <class T>
-bool is_nan(T v) {
-  if constexpr (std::is_floating_point_v<T>)
-    return std::isnan(v);
-  else
-    return false;
-}
 void OpDef<OpId::minimum>::reference(const KernelArgs& a) {
-  binary(a,
-         [](auto x, auto y, std::int64_t) { return is_nan(x) ? x : (is_nan(y) || y < x ? y : x); });
+  binary(a, [](auto x, auto y, std::int64_t) { return binary_math::minimum(x, y); });
 }
 void OpDef<OpId::maximum>::reference(const KernelArgs& a) {
-  binary(a,
-         [](auto x, auto y, std::int64_t) { return is_nan(x) ? x : (is_nan(y) || y > x ? y : x); });
+  binary(a, [](auto x, auto y, std::int64_t) { return binary_math::maximum(x, y); });
 }
 
 }  // namespace stag
