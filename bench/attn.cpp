@@ -3,7 +3,9 @@
 // unfused, for S = 512 ... 16384; the bare fused op's forward + backward, whose FLOP rate is
 // compared with a plain oneDNN matmul measured in the same run; a sliding-window (W = 256)
 // variant, whose time should grow linearly in S; and ALiBi (a score_mod) with that window, as
-// the built-in mask and as a mask_mod (a block mask computed each step). Prints
+// the built-in mask and as a mask_mod (a block mask computed each step); and attention written
+// by hand (causal; ALiBi minus a dense window mask), fused by the compile-time pass against the
+// same chain left as written. Prints
 // `bench.attn.<case>.<metric>: value unit`.
 //   stag-bench-attn [--threads N] [--steps N] [--max-unfused S] [--lengths 512,1024,...]
 #include <algorithm>
@@ -70,6 +72,37 @@ constexpr auto bare_alibi = model([](Builder& g) {
 constexpr auto alibi_train = grad<bare_alibi<0>, "q", "k", "v">();
 constexpr auto alibi_mask_train = grad<bare_alibi<1>, "q", "k", "v">();
 constexpr auto alibi_builtin_train = grad<bare_alibi<2>, "q", "k", "v">();
+
+// Attention written by hand, as the articles do: the fusion pass (ops/attention/fuse.hpp) turns
+// it into the fused op (Fuse), or it stays the chain (the pass off). Mode 0: causal, the mask a
+// causal_mask (its tiles skipped). Mode 1: ALiBi as a bias [H, S, S] minus a dense window mask
+// [S, S] of W = 256 keys, both computed by the graph (the fused op reads them as tensors).
+template <int Mode, bool Fuse>
+constexpr auto hand = model([](Builder& g) {
+  g.fuse_attention = Fuse;
+  auto q = input<"q", Shape<1, kHeads, seq, kHeadDim>>(g);
+  auto k = input<"k", Shape<1, kHeads, seq, kHeadDim>>(g);
+  auto v = input<"v", Shape<1, kHeads, seq, kHeadDim>>(g);
+  auto w = input<"w", Shape<1, kHeads, seq, kHeadDim>>(g);
+  auto scores = matmul_nt(q, k) * 0.125;
+  auto p = [&] {
+    if constexpr (Mode == 0) {
+      return softmax<-1>(scores, unsqueeze<0>(unsqueeze<0>(causal_mask<seq>(g))));
+    } else {
+      auto pos = positions<seq>(g);
+      auto dist = unsqueeze<1>(pos) - unsqueeze<0>(pos);  // i - j
+      auto keep = le(full<Shape<>, DType::i32>(g, 0), dist) &
+                  lt(dist, full<Shape<>, DType::i32>(g, kWindow));
+      auto slope = view<kHeads, 1, 1>(alibi_slopes<kHeads>(g));
+      return softmax<-1>(scores - slope * cast<DType::f32>(dist), unsqueeze<0>(unsqueeze<0>(keep)));
+    }
+  }();
+  return sum<0, 1, 2, 3>(matmul(p, v) * w);
+});
+template <int Mode, bool Fuse>
+constexpr auto hand_train = grad<hand<Mode, Fuse>, "q", "k", "v">();
+static_assert(hand<0, true>.count(op::attention) == 1 && hand<1, true>.count(op::attention) == 1);
+static_assert(hand<0, false>.count(op::attention) == 0);
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -184,6 +217,22 @@ int main(int argc, char** argv) {
     print(tag + ".op_alibi_maskmod_window256.step_ms", 1e3 * mt, "ms");
     const auto [bt, bp] = time_session(alibi_builtin_train, op_in, threads, steps);
     print(tag + ".op_builtin_alibi_window256.step_ms", 1e3 * bt, "ms");
+    // The hand-written chains: fused by the pass, and (up to --max-unfused) as written.
+    // (The ALiBi chain's own bias and mask are S^2 tensors: it stops at --max-unfused too.)
+    for (int mode = 0; mode < (s <= max_unfused ? 2 : 1); ++mode) {
+      const std::string name = tag + (mode == 0 ? ".hand_causal" : ".hand_alibi_window256");
+      const auto [ht, hp] =
+          time_session(mode == 0 ? GraphView(hand_train<0, true>) : GraphView(hand_train<1, true>),
+                       op_in, threads, steps);
+      print(name + ".pass.step_ms", 1e3 * ht, "ms");
+      print(name + ".pass.plan_peak_mib", hp, "MiB");
+      if (s > max_unfused) continue;
+      const auto [nt2, np] = time_session(
+          mode == 0 ? GraphView(hand_train<0, false>) : GraphView(hand_train<1, false>), op_in,
+          threads, steps);
+      print(name + ".chain.step_ms", 1e3 * nt2, "ms");
+      print(name + ".chain.plan_peak_mib", np, "MiB");
+    }
     (void)cp, (void)ap, (void)mp, (void)bp;
   }
   return 0;

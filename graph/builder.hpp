@@ -65,6 +65,10 @@ class Builder {
   // Set by graph passes: flags and `grad_of` stamped on every node they create.
   std::uint8_t stamp_flags = 0;
   std::int32_t stamp_grad_of = -1;
+  // The compile-time fusion pass (ops/attention/fuse.hpp) runs when the model function has
+  // returned: softmax(q k^T * scale (+ bias), keep) (dropout) @ v becomes one attention op.
+  // A model function opts out with `g.fuse_attention = false;` (or keep_unfused(t) per node).
+  bool fuse_attention = true;
 
   constexpr Builder() { scopes.push_back(ScopeEntry{}); }
 
@@ -249,6 +253,15 @@ constexpr Graph<Z> Builder::freeze() const {
   return g;
 }
 
+// The graph passes `stag::model` runs on a finished model function: found by argument-dependent
+// lookup when the model is built, so the ops layer adds them (ops/attention/fuse.hpp, included
+// with softmax, whose chain it rewrites) without the graph layer knowing the ops. This fallback
+// runs none.
+template <class F>
+struct PassTag {};
+template <class Tag>
+constexpr void graph_passes(Builder&, Tag) {}
+
 namespace detail {
 template <class F>
 constexpr void run_model(Builder& b) {
@@ -257,6 +270,7 @@ constexpr void run_model(Builder& b) {
   } else {
     b.result = F{}(b).id;
   }
+  graph_passes(b, PassTag<F>{});
   b.finish();
 }
 }  // namespace detail

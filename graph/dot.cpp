@@ -115,6 +115,18 @@ class Writer {
       for (std::int32_t s = sc; s >= 0; s = s > 0 ? parent(s) : -1)
         nonempty_[side][static_cast<std::size_t>(s)] = true;
     }
+    // Nodes that no output, result or update needs: the runtime computes them only when asked
+    // (SessionOptions::keep), e.g. the softmax chain left by the attention fusion pass.
+    needed_.assign(static_cast<std::size_t>(g_.size()), 0);
+    for (const OutputEntry& e : g_.outputs) needed_[static_cast<std::size_t>(e.node)] = 1;
+    if (g_.result >= 0) needed_[static_cast<std::size_t>(g_.result)] = 1;
+    for (int n = g_.size() - 1; n >= 0; --n) {
+      const Node& nd = g_.node(n);
+      if (nd.flags & (kFlagInput | kFlagParam | kFlagOptimizer | kFlagState))
+        needed_[static_cast<std::size_t>(n)] = 1;
+      if (!needed_[static_cast<std::size_t>(n)]) continue;
+      for (int k = 0; k < nd.nin; ++k) needed_[static_cast<std::size_t>(nd.in[k])] = 1;
+    }
     heat_.assign(static_cast<std::size_t>(g_.size()), -1.0);
     for (const auto& [n, h] : o_.annotations.heat) {
       if (n < 0 || n >= g_.size() || !(h >= 0.0)) continue;  // also skips NaN
@@ -151,6 +163,7 @@ class Writer {
   std::vector<std::vector<std::int32_t>> direct_[3];  // per side and scope: drawn nodes in it
   std::vector<bool> nonempty_[3];                     // per side and scope: any drawn node below
   std::vector<double> heat_;                          // per drawn node: largest heat, -1 if none
+  std::vector<char> needed_;                          // per node: an output or update needs it
   std::string out_;
 
   std::int32_t rep(int n) const { return fold_.drawn_as[static_cast<std::size_t>(n)]; }
@@ -225,6 +238,9 @@ class Writer {
     const std::vector<std::string> notes = output_notes(n);
     for (const std::string& note : notes)
       text += "<BR/><FONT POINT-SIZE=\"9\" COLOR=\"#922b21\">" + xml_escape(note) + "</FONT>";
+    const bool on_request = !needed_[static_cast<std::size_t>(n)];
+    if (on_request)
+      text += "<BR/><FONT POINT-SIZE=\"9\" COLOR=\"#7f8c8d\">computed only when asked for</FONT>";
     const auto lines = o_.annotations.lines.find(n);
     if (lines != o_.annotations.lines.end())
       for (const std::string& l : lines->second)
@@ -245,7 +261,7 @@ class Writer {
     }
     out_.append(static_cast<std::size_t>(indent), ' ');
     out_ += node_id(n) + " [label=<" + text + ">, shape=" + st.shape + ", style=\"" + st.style +
-            "\", fillcolor=\"" + fill + "\", color=\"" + pen + "\"";
+            (on_request ? ",dashed" : "") + "\", fillcolor=\"" + fill + "\", color=\"" + pen + "\"";
     if (hot) out_ += ", penwidth=3";
     if (!notes.empty()) out_ += ", peripheries=2";
     out_ += ", tooltip=" + quoted(tip) + "];\n";

@@ -36,6 +36,7 @@ enum NodeFlag : std::uint8_t {
   kFlagBackward = 4,   // created by the autodiff pass
   kFlagOptimizer = 8,  // created by the optimizer pass
   kFlagState = 16,     // optimizer state (moments), held with the parameters
+  kFlagNoFuse = 32,    // graph passes leave this node as written (keep_unfused)
 };
 
 struct Node {

@@ -93,7 +93,8 @@ constexpr auto attention_impl(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> v,
   }();
   w = w.named("weights");
   using Out = decltype(matmul(w, v));
-  if (!fused) return Attention<Out, decltype(w)>{matmul(maybe_dropout(w, p_drop), v), w};
+  if (!fused)  // the chain as written: the fusion pass leaves it alone
+    return Attention<Out, decltype(w)>{keep_unfused(matmul(maybe_dropout(w, p_drop), v)), w};
   SdpaOptions o{.dropout = p_drop};
   Ref dense{};
   if constexpr (!std::is_same_v<M, NoMask>) {

@@ -7,7 +7,8 @@
 //                Bidirectional> (Raffel et al. 2020: log-spaced distance buckets), softcap<C>
 //                (Gemma 2: C tanh(s / C))
 //   mask_mods    sliding_window<W> (causal, the W latest keys; the built-in
-//                AttnMask::sliding_window is the same and is skipped analytically), document
+//                AttnMask::sliding_window is the same and is skipped analytically),
+//                sliding_window_of (the same with the width a [] i32 tensor), document
 //                (queries see keys of their own document), prefix_lm (the first prefix(b)
 //                positions of row b are seen by every query, the rest causally), strided<L>
 //                (Child et al. 2019: the L latest keys and every L-th key before them)
@@ -74,6 +75,13 @@ inline constexpr auto softcap = [](auto s, auto...) { return C * tanh(s / C); };
 template <std::int64_t W>
 inline constexpr auto sliding_window =
     [](auto, auto, auto q, auto kv) { return kv <= q && q - kv < W; };
+
+// The same window with its width a value of the step: `width` is a [] i32 tensor (an input,
+// so one compiled graph serves every width). Its tiles are skipped through the block mask,
+// computed at the start of each step because the mask reads a tensor.
+inline constexpr auto sliding_window_of = [](auto, auto, auto q, auto kv, auto width) {
+  return kv <= q && q - kv < width();
+};
 
 inline constexpr auto document = [](auto b, auto, auto q, auto kv, auto docs) {
   return docs(b, q) == docs(b, kv);

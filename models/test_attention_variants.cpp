@@ -17,7 +17,7 @@ using namespace stag;
 constexpr auto seq = sym<"seq">;
 constexpr int kB = 2, kD = 8, kH = 2, kVocab = 11, kBuckets = 8, kRel = 3;
 
-enum Variant { kAlibiWindow, kT5, kShaw, kDocs, kPrefix, kStrided, kSoftcap };
+enum Variant { kAlibiWindow, kT5, kShaw, kDocs, kPrefix, kStrided, kSoftcap, kWindowOf };
 
 template <int V>
 constexpr auto variant_lm = model([](Builder& g) {
@@ -48,6 +48,10 @@ constexpr auto variant_lm = model([](Builder& g) {
       return flex_self_attention<kH>(
           s, x, no_score_mod,
           mask_mod<"prefix_lm">(variants::prefix_lm, input<"prefix", Shape<kB>, i32>(g)));
+    else if constexpr (V == kWindowOf)  // kAlibiWindow with the width an input
+      return flex_self_attention<kH>(
+          s, x, score_mod<"alibi">(variants::alibi, alibi_slopes<kH>(g)),
+          mask_mod<"window">(variants::sliding_window_of, input<"width", Shape<>, i32>(g)));
     else if constexpr (V == kStrided)
       return flex_self_attention<kH>(s, x, no_score_mod, mask_mod<"strided">(variants::strided<3>));
     else
@@ -77,6 +81,7 @@ NamedArrays lm_inputs(std::int64_t s, std::uint64_t seed) {
   if (V == kDocs) in["docs"] = docs;
   if (V == kPrefix)
     in["prefix"] = Array::from_vector<std::int32_t>({kB}, {3, static_cast<std::int32_t>(s / 2)});
+  if (V == kWindowOf) in["width"] = Array::from_vector<std::int32_t>({}, {4});
   return in;
 }
 
@@ -132,6 +137,39 @@ TEST_CASE("variant: strided sparse", "[models][variants][gradcheck]") {
 }
 TEST_CASE("variant: soft-capping", "[models][variants][gradcheck]") {
   check_variant<kSoftcap>("softcap 2");
+}
+TEST_CASE("variant: a sliding window whose width is an input", "[models][variants][gradcheck]") {
+  check_variant<kWindowOf>("alibi + window of width 4 (an input)");
+}
+
+TEST_CASE("a window width given at run time equals the compiled one", "[models][variants]") {
+  const NamedArrays params = make_params(variant_lm<kAlibiWindow>, {}, 5);
+  auto loss_and_kernels = [&](const GraphView& g, const NamedArrays& in) {
+    Session s(g, {.threads = 2});
+    s.set_params(params);
+    s.set_inputs(in);
+    s.run();
+    return std::pair{s.result(), s.describe_kernels()};
+  };
+  NamedArrays in = lm_inputs<kWindowOf>(200, 4);
+  NamedArrays fixed_in = in;
+  fixed_in.erase("width");
+  const auto [fixed, fixed_kernels] = loss_and_kernels(variant_lm<kAlibiWindow>, fixed_in);
+  const auto [given, given_kernels] = loss_and_kernels(variant_lm<kWindowOf>, in);
+  CHECK(given == Approx(fixed).epsilon(1e-6));
+  INFO(given_kernels);
+  // 200 positions make 4 x 4 tiles; a window of 4 keys touches the 4 diagonal tiles and the 3
+  // below them: 7 of 16.
+  CHECK(given_kernels.find("block mask per step: 44% of tiles computed") != std::string::npos);
+  // Another width, the same graph: a window of 100 keys reaches two tiles back (9 of 16 tiles
+  // computed), and the session still equals the reference evaluator.
+  in["width"] = Array::from_vector<std::int32_t>({}, {100});
+  const auto [wide, wide_kernels] = loss_and_kernels(variant_lm<kWindowOf>, in);
+  INFO(wide_kernels);
+  const double want =
+      evaluate_reference(variant_lm<kWindowOf>, in, params, {.f64 = true}).result().at(0);
+  CHECK(std::abs(wide - want) < 2e-5 * std::max(1.0, std::abs(want)));
+  CHECK(wide_kernels.find("block mask per step: 56% of tiles computed") != std::string::npos);
 }
 
 TEST_CASE("the mask_mods keep the pairs their definitions name", "[models][variants]") {
@@ -200,6 +238,7 @@ TEST_CASE("variants fit one batch", "[models][variants][overfit]") {
   fit(std::integral_constant<int, kPrefix>{}, "prefix-lm");
   fit(std::integral_constant<int, kStrided>{}, "strided");
   fit(std::integral_constant<int, kSoftcap>{}, "softcap");
+  fit(std::integral_constant<int, kWindowOf>{}, "window of width 4 (an input)");
 }
 
 }  // namespace

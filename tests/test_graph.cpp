@@ -42,7 +42,10 @@ constexpr auto encoder = model([](Builder& g) {
 
 // The graph is a compile-time constant: count ops, find names, read shapes.
 static_assert(encoder.count(op::softmax) == kLayers);
-static_assert(encoder.count(op::matmul) == kLayers * 8);
+// The fusion pass turned each layer's matmul(softmax(q k^T * c, keep), v) into one attention op
+// (ops/attention/fuse.hpp); the softmax chain stays, read by nothing, for asking for "weights".
+static_assert(encoder.count(op::attention) == kLayers);
+static_assert(encoder.count(op::matmul) == kLayers * 7);
 static_assert(encoder.num_params() == kLayers * 12);
 static_assert(encoder.num_inputs() == 2);
 static_assert(encoder.find("enc.3.w_q.weight") >= 0);

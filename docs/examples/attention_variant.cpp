@@ -73,6 +73,7 @@ constexpr auto alibi_lm = model([](Builder& g) {
 
 // snippet-begin: static
 static_assert(alibi_lm.count(op::softmax) == 2);
+static_assert(alibi_lm.count(op::attention) == 2);  // the fusion pass rewrote both chains
 static_assert(alibi_lm.count(op::positions) == 4);  // two per layer: the distances and the heads
 static_assert(alibi_lm.shape(alibi_lm.find("layers.0.attn.weights")) ==
               Shape<batch, 4, seq, seq>::value);

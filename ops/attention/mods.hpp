@@ -271,6 +271,10 @@ struct Cap {
   Tape* tape = nullptr;
   int id = 0;
 
+  // The tensor's size along dim d (the fusion pass's bias and keep functions broadcast dims
+  // of size 1 with it).
+  std::int64_t dim(int d) const { return view->dims[d]; }
+
   template <class... I>
   auto operator()(I... i) const {
     static_assert(sizeof...(I) == Rank,

@@ -51,6 +51,7 @@ static_assert(fused_train<kDense, true>.count(op::attention_backward_kv) == 2);
 // dropout salt as the fused op.
 template <bool Drop>
 constexpr auto unfused_loss = model([](Builder& g) {
+  g.fuse_attention = false;  // the chain as written, not the fusion pass's op
   auto q = input<"q", Shape<kB, kH, sq, kDk>>(g);
   auto k = input<"k", Shape<kB, kKvh, sk, kDk>>(g);
   auto v = input<"v", Shape<kB, kKvh, sk, kDv>>(g);
@@ -202,6 +203,7 @@ static_assert(cached_out<false>.count(op::attention) == 1);
 
 // The unfused chain over a dense keep mask: what the positions stand for.
 constexpr auto unfused_out = model([](Builder& g) {
+  g.fuse_attention = false;  // the chain as written, not the fusion pass's op
   auto q = input<"q", Shape<kB, kH, sq, kDk>>(g);
   auto k = input<"k", Shape<kB, kKvh, sk, kDk>>(g);
   auto v = input<"v", Shape<kB, kKvh, sk, kDv>>(g);

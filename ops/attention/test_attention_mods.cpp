@@ -162,6 +162,7 @@ TEST_CASE("built-in scores: ALiBi and soft-capping", "[op][attention][mods][grad
 // ---- against an unfused chain whose bias and mask are computed here ---------------------------
 
 constexpr auto unfused_loss = model([](Builder& g) {
+  g.fuse_attention = false;  // the chain as written, not the fusion pass's op
   auto q = input<"q", Shape<kB, kH, sq, kDk>>(g);
   auto k = input<"k", Shape<kB, kKvh, sk, kDk>>(g);
   auto v = input<"v", Shape<kB, kKvh, sk, kDv>>(g);

@@ -139,3 +139,7 @@ constexpr auto log_softmax(Tensor<S, T> x) {
 }
 
 }  // namespace stag
+
+// The pass that fuses softmax's attention chains into one attention op runs in every model
+// that can build one (every model that includes this header).
+#include <stag/ops/attention/fuse.hpp>
