@@ -235,6 +235,8 @@ TEST_CASE("linear attention: the CPU session matches the reference on a larger b
     Session s(g, {.threads = 2, .seed = 3});
     s.set_inputs(in);
     s.run();
+    INFO(s.describe_kernels());
+    CHECK(s.describe_kernels().find("ref:any") == std::string::npos);  // issue 15 §6
     const Evaluation ref = evaluate_reference(g, in, s.params());
     CHECK(std::abs(s.result() - ref.result().at(0)) <=
           1e-5 * std::max(1.0, std::abs(ref.result().at(0))));
