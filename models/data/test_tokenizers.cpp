@@ -250,7 +250,9 @@ TEST_CASE("tokeniser files with wrongly typed fields are stag::Errors naming the
        "chars[0] is not one UTF-8 character"},
       {R"({"type": "char", "version": 1, "special": 3, "chars": []})", "special tokens differ"},
       {"[1, 2]", "CharTokenizer: not a character tokeniser (the JSON is not an object)"}};
-  for (const auto& [json, want] : cases) {
+  // NOTE: the lambda captures a named reference, not the structured binding (clang 14 cannot).
+  for (const auto& [json_text, want] : cases) {
+    const std::string& json = json_text;
     INFO(json);
     CHECK_THAT(stag_error_of([&] { CharTokenizer::from_json(json); }), Catch::Contains(want));
   }
@@ -264,7 +266,9 @@ TEST_CASE("tokeniser files with wrongly typed fields are stag::Errors naming the
       {R"({"type": "byte-bpe", "version": 1, )" + special + R"(, "merges": {"a": 1}})",
        "missing \"merges\" array"},
       {"\"text\"", "not a byte-level BPE tokeniser (the JSON is not an object)"}};
-  for (const auto& [json, want] : bpe_cases) {
+  // NOTE: the lambda captures a named reference, not the structured binding (clang 14 cannot).
+  for (const auto& [json_text, want] : bpe_cases) {
+    const std::string& json = json_text;
     INFO(json);
     CHECK_THAT(stag_error_of([&] { BpeTokenizer::from_json(json); }), Catch::Contains(want));
   }
