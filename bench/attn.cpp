@@ -37,13 +37,22 @@ constexpr auto fused_train = grad<layer<true>>();
 constexpr auto unfused_train = grad<layer<false>>();
 static_assert(fused_train.count(op::attention) == 1 && unfused_train.count(op::attention) == 0);
 
+// The inputs of the bare-op cases: q, k, v and the loss weights w, each [1, 8, S, 64].
+constexpr auto op_inputs(Builder& g) {
+  using T = Tensor<canonical_t<Shape<1, kHeads, seq, kHeadDim>>>;
+  struct {
+    T q, k, v, w;
+  } in{input<"q", Shape<1, kHeads, seq, kHeadDim>>(g),
+       input<"k", Shape<1, kHeads, seq, kHeadDim>>(g),
+       input<"v", Shape<1, kHeads, seq, kHeadDim>>(g),
+       input<"w", Shape<1, kHeads, seq, kHeadDim>>(g)};
+  return in;
+}
+
 // The bare op: q, k, v [1, 8, S, 64] with their gradients.
 template <AttnMask M>
 constexpr auto bare = model([](Builder& g) {
-  auto q = input<"q", Shape<1, kHeads, seq, kHeadDim>>(g);
-  auto k = input<"k", Shape<1, kHeads, seq, kHeadDim>>(g);
-  auto v = input<"v", Shape<1, kHeads, seq, kHeadDim>>(g);
-  auto w = input<"w", Shape<1, kHeads, seq, kHeadDim>>(g);
+  const auto [q, k, v, w] = op_inputs(g);
   return sum<0, 1, 2, 3>(sdpa(q, k, v, {.mask = M, .window = kWindow}) * w);
 });
 constexpr auto causal_train = grad<bare<AttnMask::causal>, "q", "k", "v">();
@@ -53,10 +62,9 @@ constexpr auto window_train = grad<bare<AttnMask::sliding_window>, "q", "k", "v"
 // kernel's built-in ALiBi over the built-in window (2).
 template <int Mode>
 constexpr auto bare_alibi = model([](Builder& g) {
-  auto q = input<"q", Shape<1, kHeads, seq, kHeadDim>>(g);
-  auto k = input<"k", Shape<1, kHeads, seq, kHeadDim>>(g);
-  auto v = input<"v", Shape<1, kHeads, seq, kHeadDim>>(g);
-  auto w = input<"w", Shape<1, kHeads, seq, kHeadDim>>(g);
+  // Named members, not a structured binding: the lambda below captures them (clang 14).
+  const auto in = op_inputs(g);
+  const auto q = in.q, k = in.k, v = in.v, w = in.w;
   auto alibi = score_mod<"alibi">(variants::alibi, alibi_slopes<kHeads>(g));
   auto o = [&] {
     if constexpr (Mode == 2)
@@ -80,10 +88,7 @@ constexpr auto alibi_builtin_train = grad<bare_alibi<2>, "q", "k", "v">();
 template <int Mode, bool Fuse>
 constexpr auto hand = model([](Builder& g) {
   g.fuse_attention = Fuse;
-  auto q = input<"q", Shape<1, kHeads, seq, kHeadDim>>(g);
-  auto k = input<"k", Shape<1, kHeads, seq, kHeadDim>>(g);
-  auto v = input<"v", Shape<1, kHeads, seq, kHeadDim>>(g);
-  auto w = input<"w", Shape<1, kHeads, seq, kHeadDim>>(g);
+  const auto [q, k, v, w] = op_inputs(g);
   auto scores = matmul_nt(q, k) * 0.125;
   auto p = [&] {
     if constexpr (Mode == 0) {
