@@ -34,6 +34,62 @@ BeamSearch::BeamSearch(std::size_t batch, const BeamSearchOptions& o) : o_(o), b
   }
   item_done_.assign(batch, 0);
   finished_.resize(batch);
+  items_.resize(batch);
+  for (std::size_t i = 0; i < batch; ++i) items_[i] = i;
+  dropped_.resize(batch);
+}
+
+std::size_t BeamSearch::items_searching() const {
+  return static_cast<std::size_t>(std::count(item_done_.begin(), item_done_.end(), 0));
+}
+
+void BeamSearch::stop(std::size_t slot) {
+  if (slot >= batch_)
+    throw Error("stag::BeamSearch::stop: slot " + std::to_string(slot) + " of " +
+                std::to_string(batch_));
+  if (item_done_[slot]) return;
+  const std::size_t k = static_cast<std::size_t>(o_.beam_size);
+  for (std::size_t r = slot * k; r < (slot + 1) * k; ++r) {
+    if (live_[r] && step_ > 0)
+      add_finished(slot, {beams_[r].ids, beams_[r].log_prob,
+                          rank_score(beams_[r].log_prob, beams_[r].ids.size()), false});
+    live_[r] = 0;
+  }
+  item_done_[slot] = 1;
+}
+
+std::vector<std::int32_t> BeamSearch::compact() {
+  const std::size_t k = static_cast<std::size_t>(o_.beam_size);
+  if (items_searching() == batch_) return {};
+  std::vector<std::int32_t> from;
+  std::size_t to = 0;
+  for (std::size_t s = 0; s < batch_; ++s) {
+    if (item_done_[s]) {
+      dropped_[items_[s]] = results(s);
+      continue;
+    }
+    for (std::size_t j = 0; j < k; ++j) {
+      const std::size_t old = s * k + j, now = to * k + j;
+      from.push_back(static_cast<std::int32_t>(old));
+      if (now != old) beams_[now] = std::move(beams_[old]);
+      tokens_[now] = tokens_[old];
+      live_[now] = live_[old];
+      parents_[now] = static_cast<std::int32_t>(now);  // the caller has reordered already
+    }
+    if (to != s) finished_[to] = std::move(finished_[s]);
+    item_done_[to] = 0;
+    items_[to] = items_[s];
+    ++to;
+  }
+  batch_ = to;
+  beams_.resize(rows());
+  tokens_.resize(rows());
+  live_.resize(rows());
+  parents_.resize(rows());
+  finished_.resize(batch_);
+  item_done_.resize(batch_);
+  items_.resize(batch_);
+  return from;
 }
 
 bool BeamSearch::done() const {
@@ -151,21 +207,26 @@ void BeamSearch::advance(std::span<const float> logits, std::int64_t vocab) {
   ++step_;
 }
 
-std::vector<std::vector<Hypothesis>> BeamSearch::results() const {
+std::vector<Hypothesis> BeamSearch::results(std::size_t slot) const {
+  if (slot >= batch_)
+    throw Error("stag::BeamSearch::results: slot " + std::to_string(slot) + " of " +
+                std::to_string(batch_));
   const std::size_t k = static_cast<std::size_t>(o_.beam_size);
-  std::vector<std::vector<Hypothesis>> out(batch_);
-  for (std::size_t item = 0; item < batch_; ++item) {
-    std::vector<Hypothesis> all = finished_[item];
-    for (std::size_t r = item * k; r < (item + 1) * k; ++r)
-      if (live_[r] && !item_done_[item])
-        all.push_back({beams_[r].ids, beams_[r].log_prob,
-                       rank_score(beams_[r].log_prob, beams_[r].ids.size()), false});
-    std::stable_sort(all.begin(), all.end(),
-                     [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
-    if (all.size() > static_cast<std::size_t>(o_.n_best))
-      all.resize(static_cast<std::size_t>(o_.n_best));
-    out[item] = std::move(all);
-  }
+  std::vector<Hypothesis> all = finished_[slot];
+  for (std::size_t r = slot * k; r < (slot + 1) * k; ++r)
+    if (live_[r] && !item_done_[slot])
+      all.push_back({beams_[r].ids, beams_[r].log_prob,
+                     rank_score(beams_[r].log_prob, beams_[r].ids.size()), false});
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
+  if (all.size() > static_cast<std::size_t>(o_.n_best))
+    all.resize(static_cast<std::size_t>(o_.n_best));
+  return all;
+}
+
+std::vector<std::vector<Hypothesis>> BeamSearch::results() const {
+  std::vector<std::vector<Hypothesis>> out = dropped_;
+  for (std::size_t s = 0; s < batch_; ++s) out[items_[s]] = results(s);
   return out;
 }
 

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace stag {
@@ -43,6 +44,14 @@ struct BeamSearchOptions {
   std::int32_t vocab_limit = 0;         // ids from here up are never produced; 0: all
 };
 
+// One new token, as a streaming callback sees it (Generator, Seq2SeqGenerator).
+struct TokenEvent {
+  std::size_t row = 0;    // the prompt's or source's index in the batch (0 for one prompt)
+  std::size_t index = 0;  // 0 for the first new token of the row
+  std::int32_t id = 0;
+  std::string_view text;  // the token decoded on its own (empty without a tokeniser)
+};
+
 struct Hypothesis {
   std::vector<std::int32_t> ids;  // without <bos> and <eos>
   double log_prob = 0.0;          // of the ids and, when finished, of <eos>
@@ -55,8 +64,16 @@ class BeamSearch {
   // stag::Error on beam_size < 1, n_best outside [1, beam_size], max_new < 1, batch 0.
   BeamSearch(std::size_t batch, const BeamSearchOptions& options);
 
+  // The items still in the rows (all of them until compact() drops done ones) and the rows
+  // they take, beam_size each: the item in slot s has rows s * beam_size .. + beam_size - 1.
   std::size_t batch() const { return batch_; }
   std::size_t rows() const { return batch_ * static_cast<std::size_t>(o_.beam_size); }
+  // The item (its index at construction) in each slot.
+  const std::vector<std::size_t>& items() const { return items_; }
+  std::size_t items_searching() const;  // slots whose item is not done
+  bool slot_done(std::size_t slot) const { return item_done_.at(slot) != 0; }
+  // The ids (without <bos>) of the hypothesis in a row; empty for a dead row.
+  const std::vector<std::int32_t>& row_ids(std::size_t row) const { return beams_.at(row).ids; }
   int step() const { return step_; }  // steps taken; the next tokens sit at this position
   // Per row: the token to feed next (<bos> at first), whether the row carries a live hypothesis
   // (a dead row's logits are ignored; feed it as inactive), and after advance() the row of
@@ -69,8 +86,21 @@ class BeamSearch {
   // The logits [rows(), vocab] of the last fed tokens (row-major; dead rows may hold anything).
   void advance(std::span<const float> logits, std::int64_t vocab);
 
-  // n_best hypotheses per item, best first. Live hypotheses of unfinished items count.
+  // Ends the search of the item in `slot` now: its live hypotheses join the finished ones as
+  // they are (finished = false), as at max_new. Done items are left as they are.
+  void stop(std::size_t slot);
+
+  // Drops the slots of done items, so that a caller can shrink its batch: their results are
+  // kept for results(), and the other items move up in order. Call it after reordering by
+  // parents() (which become the identity). Returns, for each new row, the row it was before
+  // (move per-row state such as caches by it); empty when no item is done.
+  std::vector<std::int32_t> compact();
+
+  // n_best hypotheses per item (by index at construction), best first. Live hypotheses of
+  // unfinished items count.
   std::vector<std::vector<Hypothesis>> results() const;
+  // The same for the item in one slot.
+  std::vector<Hypothesis> results(std::size_t slot) const;
 
  private:
   struct Beam {
@@ -86,7 +116,9 @@ class BeamSearch {
   std::vector<Beam> beams_;  // per row
   std::vector<std::int32_t> tokens_, parents_;
   std::vector<char> live_, item_done_;
-  std::vector<std::vector<Hypothesis>> finished_;  // per item, best first, <= beam_size
+  std::vector<std::vector<Hypothesis>> finished_;  // per slot, best first, <= beam_size
+  std::vector<std::size_t> items_;                 // per slot: the item's index
+  std::vector<std::vector<Hypothesis>> dropped_;   // per item: results of compacted items
 };
 
 // After a step of a beam search over a model with caches: row r of each state tensor `names`

@@ -57,14 +57,6 @@ struct GeneratorOptions {
   bool allow_nonfinite = false;     // load a checkpoint with NaN/Inf weights anyway
 };
 
-// One sampled token, as the streaming callback sees it.
-struct TokenEvent {
-  std::size_t row = 0;    // the prompt's index in the batch (0 for generate)
-  std::size_t index = 0;  // 0 for the first new token of the row
-  std::int32_t id = 0;
-  std::string_view text;  // the token decoded on its own (empty without a tokeniser)
-};
-
 struct GenerateOptions {
   int max_new_tokens = 64;
   SampleOptions sample = {};

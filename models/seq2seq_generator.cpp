@@ -81,19 +81,7 @@ void Seq2SeqGenerator::encode(const Array& src, const Array& src_keep, std::int6
   encode_->run();
 
   const std::int64_t rows = b * copies;
-  if (!decode_ || rows != rows_ || max_len != max_len_ || s != src_len_) {
-    decode_.reset();  // the old caches go before the new ones are made
-    SessionOptions so;
-    so.threads = opts_.threads;
-    so.schedule = opts_.schedule;
-    so.dims = {{"batch", rows}, {"max_len", max_len}, {"src_seq", s}};
-    so.shared_params = weights_;
-    decode_ = std::make_unique<Session>(graphs_.decode, so);
-    check_weights(*decode_, weights_, "decode-step");
-    rows_ = rows;
-    max_len_ = max_len;
-    src_len_ = s;
-  }
+  decode_ = &decode_session(rows, max_len, s);
   // Decoder row r reads source r / copies: its memory and its padding mask.
   for (const std::string& name : memory_names_) {
     const Array m = encode_->get(name);      // [B, H, S, Dh]
@@ -109,6 +97,65 @@ void Seq2SeqGenerator::encode(const Array& src, const Array& src_keep, std::int6
   for (std::int64_t r = 0; r < rows; ++r)
     std::memcpy(src_keep_.data<bool>() + r * s, src_keep.data<bool>() + (r / copies) * s,
                 static_cast<std::size_t>(s) * sizeof(bool));
+}
+
+Session& Seq2SeqGenerator::decode_session(std::int64_t rows, std::int64_t max_len,
+                                          std::int64_t src_len) {
+  auto key = std::make_tuple(rows, max_len, src_len);
+  auto it = sessions_.find(key);
+  if (it == sessions_.end()) {
+    // At most 16 kept (their caches are rows x max_len each): drop one other than the current.
+    if (sessions_.size() >= 16)
+      for (auto e = sessions_.begin(); e != sessions_.end(); ++e)
+        if (e->second.get() != decode_) {
+          sessions_.erase(e);
+          break;
+        }
+    SessionOptions so;
+    so.threads = opts_.threads;
+    so.schedule = opts_.schedule;
+    so.dims = {{"batch", rows}, {"max_len", max_len}, {"src_seq", src_len}};
+    so.shared_params = weights_;
+    auto session = std::make_unique<Session>(graphs_.decode, so);
+    check_weights(*session, weights_, "decode-step");
+    it = sessions_.emplace(key, std::move(session)).first;
+  }
+  rows_ = rows;
+  max_len_ = max_len;
+  src_len_ = src_len;
+  return *it->second;
+}
+
+void Seq2SeqGenerator::keep_rows(std::span<const std::int32_t> from) {
+  if (!decode_ || from.empty())
+    throw Error("stag::Seq2SeqGenerator::keep_rows: encode first, and keep at least one row");
+  for (std::int32_t r : from)
+    if (r < 0 || r >= rows_)
+      throw Error("stag::Seq2SeqGenerator::keep_rows: row " + std::to_string(r) + " of " +
+                  std::to_string(rows_));
+  Session& old = *decode_;
+  const std::int64_t old_rows = rows_;
+  const auto rows = static_cast<std::int64_t>(from.size());
+  Session& now = decode_session(rows, max_len_, src_len_);
+  if (&now == &old) return;  // the same rows (a permutation is not asked for here)
+  for (const std::vector<std::string>* names : {&memory_names_, &cache_names_})
+    for (const std::string& name : *names) {
+      const Array src = old.params().at(name);
+      Array dst = now.params().at(name);  // shares the session's storage
+      const std::size_t row_bytes = src.bytes() / static_cast<std::size_t>(old_rows);
+      for (std::int64_t r = 0; r < rows; ++r)
+        std::memcpy(static_cast<std::byte*>(dst.raw()) + static_cast<std::size_t>(r) * row_bytes,
+                    static_cast<const std::byte*>(src.raw()) +
+                        static_cast<std::size_t>(from[static_cast<std::size_t>(r)]) * row_bytes,
+                    row_bytes);
+    }
+  Array keep(DType::boolean, {rows, src_len_});
+  for (std::int64_t r = 0; r < rows; ++r)
+    std::memcpy(keep.data<bool>() + r * src_len_,
+                src_keep_.data<bool>() + from[static_cast<std::size_t>(r)] * src_len_,
+                static_cast<std::size_t>(src_len_) * sizeof(bool));
+  src_keep_ = std::move(keep);
+  decode_ = &now;
 }
 
 Array Seq2SeqGenerator::step(const Array& ids, std::span<const std::int32_t> pos) {
@@ -157,6 +204,10 @@ std::vector<std::vector<Hypothesis>> Seq2SeqGenerator::generate(
     if (r < sources.size() && sources[r].empty())
       throw Error("stag::Seq2SeqGenerator: source " + std::to_string(r) +
                   " is empty (nothing to translate)");
+  if (o.on_token && o.search.beam_size != 1)
+    throw Error(
+        "stag::Seq2SeqGenerator: on_token streams greedy decoding (beam_size 1); a beam "
+        "search's hypotheses change until it ends: use on_result");
   std::vector<std::vector<Hypothesis>> out;
   out.reserve(rows.size());
   const std::int64_t k = o.search.beam_size;
@@ -171,14 +222,37 @@ std::vector<std::vector<Hypothesis>> Seq2SeqGenerator::generate(
     so.max_new = static_cast<int>(o.max_new > 0 ? o.max_new : src.ids.dim(1) + 6);
     BeamSearch search(part.size(), so);  // checks the options before any work
     encode(src.ids, src.keep, k, so.max_new);
-    std::vector<std::int32_t> pos(static_cast<std::size_t>(rows_));
+    std::vector<std::size_t> emitted(part.size(), 0);
+    std::vector<char> reported(part.size(), 0);
+    std::vector<std::int32_t> pos;
     while (!search.done()) {
+      pos.resize(static_cast<std::size_t>(rows_));
       for (std::size_t r = 0; r < pos.size(); ++r) pos[r] = search.live()[r] ? search.step() : -1;
       const Array logits =
           step(Array::from_vector<std::int32_t>({rows_, 1}, search.tokens()), pos);  // [R, 1, V]
       search.advance({logits.data<float>(), static_cast<std::size_t>(logits.numel())},
                      logits.dim(2));
       if (!search.done()) reorder(search.parents(), search.step());
+      for (std::size_t slot = 0; slot < search.batch(); ++slot) {
+        const std::size_t item = search.items()[slot];
+        // Greedy: one row per slot, whose ids grow by one per step until it ends.
+        const std::vector<std::int32_t>& ids = search.row_ids(slot);
+        for (; o.on_token && emitted[item] < ids.size(); ++emitted[item])
+          if (!o.on_token({.row = at + item,
+                           .index = emitted[item],
+                           .id = ids[emitted[item]],
+                           .text = {}})) {
+            search.stop(slot);
+            emitted[item] = ids.size();
+          }
+        if (o.on_result && search.slot_done(slot) && !reported[item]) {
+          reported[item] = 1;
+          o.on_result(at + item, search.results(slot));
+        }
+      }
+      if (o.shrink && !search.done() && search.batch() > 1 &&
+          2 * search.items_searching() <= search.batch())
+        keep_rows(search.compact());
     }
     for (std::vector<Hypothesis>& h : search.results()) out.push_back(std::move(h));
   }

@@ -10,9 +10,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <stag/models/beam_search.hpp>
@@ -48,6 +51,17 @@ struct Seq2SeqGenerateOptions {
   BeamSearchOptions search = {.beam_size = 1};
   std::int64_t max_src_len = 0;  // sources are cut to this many ids (0: no limit)
   std::int64_t max_new = 0;      // output ids per row at most, <eos> included (0: source + 6)
+  // Greedy decoding (beam_size 1) only: called for every new id of a row (not <eos>), in order,
+  // before the next step runs; TokenEvent::row is the index into `rows`. Returning false ends
+  // that row's output there.
+  std::function<bool(const TokenEvent&)> on_token = nullptr;
+  // Called with each source's n-best (index into `rows`) as soon as its search ends, so a
+  // caller can print results while longer rows still decode.
+  std::function<void(std::size_t row, const std::vector<Hypothesis>&)> on_result = nullptr;
+  // Rows whose search has ended cost no attention and no cache writes at once; when half of a
+  // batch's sources or more are done, the others move to a smaller batch (a decode session of
+  // that many rows, kept for later batches), so their matmuls stop paying for them too.
+  bool shrink = true;
 };
 
 class Seq2SeqGenerator {
@@ -60,7 +74,9 @@ class Seq2SeqGenerator {
   ~Seq2SeqGenerator();
 
   // The search's n_best hypotheses for `sources[rows[i]]`, best first. stag::Error on an empty
-  // `rows`, an index out of range, an empty source or an id outside the source vocabulary.
+  // `rows`, an index out of range, an empty source, an id outside the source vocabulary, or
+  // on_token with beam search. A batch someone padded already (left or right) is
+  // data::unpad_batch(ids, keep) with rows 0 .. B-1.
   std::vector<std::vector<Hypothesis>> generate(
       const std::vector<std::vector<std::int32_t>>& sources, std::span<const std::size_t> rows,
       const Seq2SeqGenerateOptions& options = {});
@@ -78,14 +94,23 @@ class Seq2SeqGenerator {
   Array step(const Array& ids, std::span<const std::int32_t> pos);
   // Row r's self-attention caches become those of row parents[r], over the first `positions`.
   void reorder(std::span<const std::int32_t> parents, std::int64_t positions);
+  // The decoder keeps only rows from[0], from[1], ...: a smaller batch, each new row r with
+  // the caches, memory and source mask of old row from[r].
+  void keep_rows(std::span<const std::int32_t> from);
 
   std::int64_t rows() const { return rows_; }
+  std::size_t decode_sessions() const { return sessions_.size(); }  // planned so far, kept
 
  private:
   Seq2SeqGraphs graphs_;
   NamedArrays weights_;
   Seq2SeqGeneratorOptions opts_;
-  std::unique_ptr<Session> encode_, decode_;
+  std::unique_ptr<Session> encode_;
+  // Decode sessions by (rows, max_len, source length); decode_ is the one in use.
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::unique_ptr<Session>>
+      sessions_;
+  Session* decode_ = nullptr;
+  Session& decode_session(std::int64_t rows, std::int64_t max_len, std::int64_t src_len);
   std::int64_t rows_ = 0, max_len_ = 0, src_len_ = 0;
   Array src_keep_;  // [rows, S]: each decoder row's source mask
   std::vector<std::string> memory_names_, cache_names_;

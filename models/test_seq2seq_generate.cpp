@@ -324,6 +324,94 @@ TEST_CASE("beam search on a hand-computed example", "[models][beam_search]") {
   CHECK(cut[1].ids == std::vector<std::int32_t>{TableModel::kB});
 }
 
+TEST_CASE("rows that end leave the batch; the others decode as before",
+          "[models][seq2seq_generate]") {
+  // With <eos> made likely, about half of the sources end at once and the others go on in a
+  // smaller batch; every result must be what the unshrunk batch gives.
+  Session s(tf_pre, {.seed = 11});
+  Array bias = s.params().at("generator.bias");  // shares the session's storage
+  const std::vector<std::vector<std::int32_t>> sources = {
+      {5, 6, 7, 8}, {9, 10}, {11, 12, 13, 14, 15, 16}, {17}, {20, 21, 22}, {6, 6}, {7}, {8, 9}};
+  const std::vector<std::size_t> rows = {0, 1, 2, 3, 4, 5, 6, 7};
+  // The <eos> logit's boost: a beam's search ends when beam_size hypotheses have ended.
+  for (auto [beam, boost] : {std::pair{1, 1.0f}, std::pair{3, 1.5f}}) {
+    INFO("beam " << beam);
+    bias.data<float>()[data::kEosId] += boost;
+    Seq2SeqGenerateOptions o{.search = {.beam_size = beam, .n_best = beam, .vocab_limit = 7},
+                             .max_new = 12};
+    Seq2SeqGenerator shrinking(seq2seq_graphs<kPre>(), s.params());
+    Seq2SeqGenerator fixed(seq2seq_graphs<kPre>(), s.params());
+    const auto a = shrinking.generate(sources, rows, o);
+    o.shrink = false;
+    const auto b = fixed.generate(sources, rows, o);
+    CHECK(fixed.decode_sessions() == 1);
+    CHECK(shrinking.decode_sessions() > 1);  // it did shrink
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      INFO("source " << i);
+      REQUIRE(a[i].size() == b[i].size());
+      for (std::size_t h = 0; h < a[i].size(); ++h) {
+        CHECK(a[i][h].ids == b[i][h].ids);
+        CHECK(a[i][h].finished == b[i][h].finished);
+        CHECK(a[i][h].log_prob == Approx(b[i][h].log_prob).margin(1e-4));
+      }
+    }
+    bias.data<float>()[data::kEosId] -= boost;
+  }
+}
+
+TEST_CASE("greedy decoding streams each id; a callback can end a row; results come as rows end",
+          "[models][seq2seq_generate]") {
+  Session s(tf_pre, {.seed = 5});
+  const std::vector<std::vector<std::int32_t>> sources = {
+      {5, 6, 7, 8}, {9, 10}, {11, 12, 13, 14, 15, 16}, {17}, {20, 21, 22}};
+  const std::vector<std::size_t> rows = {0, 1, 2, 3, 4};
+  Seq2SeqGenerator gen(seq2seq_graphs<kPre>(), s.params(), {.batch_rows = 4});
+  Seq2SeqGenerateOptions o{.search = {.beam_size = 1, .vocab_limit = 25}, .max_new = 9};
+  const auto full = gen.generate_ids(sources, rows, o);
+
+  std::vector<std::vector<std::int32_t>> streamed(rows.size());
+  std::vector<int> results(rows.size(), 0);
+  o.on_token = [&](const TokenEvent& e) {
+    REQUIRE(e.row < rows.size());
+    CHECK(e.index == streamed[e.row].size());  // in order, none missed
+    streamed[e.row].push_back(e.id);
+    return e.index + 1 < e.row + 1;  // row r keeps r + 1 ids
+  };
+  o.on_result = [&](std::size_t row, const std::vector<Hypothesis>& h) {
+    REQUIRE(row < rows.size());
+    ++results[row];
+    REQUIRE(h.size() == 1);
+    CHECK(h[0].ids == streamed[row]);  // everything streamed, before the result
+  };
+  const auto cut = gen.generate_ids(sources, rows, o);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    INFO("row " << i);
+    CHECK(results[i] == 1);
+    CHECK(cut[i] == streamed[i]);
+    const std::size_t n = std::min(full[i].size(), i + 1);
+    CHECK(cut[i] == std::vector<std::int32_t>(full[i].begin(), full[i].begin() + n));
+  }
+  o.search.beam_size = 2;
+  CHECK_THROWS_WITH(gen.generate(sources, rows, o),
+                    Catch::Contains("on_token streams greedy decoding (beam_size 1)"));
+}
+
+TEST_CASE("a batch padded on the left or the right decodes as its rows",
+          "[models][seq2seq_generate]") {
+  Session s(tf_pre, {.seed = 5});
+  Seq2SeqGenerator gen(seq2seq_graphs<kPre>(), s.params());
+  const std::vector<std::vector<std::int32_t>> sources = {{5, 6, 7, 8}, {9, 10}, {11}};
+  const std::vector<std::size_t> rows = {0, 1, 2};
+  const Seq2SeqGenerateOptions o{.search = {.beam_size = 2, .vocab_limit = 25}, .max_new = 6};
+  const auto want = gen.generate_ids(sources, rows, o);
+  for (bool left : {false, true}) {
+    INFO("left " << left);
+    const data::PaddedIds p = data::pad_batch(sources, rows, {.multiple_of = 8, .left = left});
+    CHECK(gen.generate_ids(data::unpad_batch(p.ids, p.keep), rows, o) == want);
+  }
+}
+
 TEST_CASE("encoder-decoder generation refuses bad input", "[models][seq2seq_generate]") {
   Session s(tf_pre, {.seed = 5});
   Seq2SeqGenerator gen(seq2seq_graphs<kPre>(), s.params());

@@ -56,10 +56,37 @@ PaddedIds pad_batch(const std::vector<std::vector<std::int32_t>>& seqs,
     const std::vector<std::int32_t>& seq = seqs[rows[i]];
     const std::size_t n = std::min(seq.size(), s);
     if (seq.size() > s) ++out.truncated;
+    const std::size_t first = pad.left ? s - n : 0;  // where the row's tokens start
     for (std::size_t k = 0; k < s; ++k) {
-      ids[i * s + k] = k < n ? seq[k] : kPadId;
-      keep[i * s + k] = k < n;
+      const bool real = k >= first && k < first + n;
+      ids[i * s + k] = real ? seq[k - first] : kPadId;
+      keep[i * s + k] = real;
     }
+  }
+  return out;
+}
+
+std::vector<std::vector<std::int32_t>> unpad_batch(const Array& ids, const Array& keep) {
+  if (ids.rank() != 2 || ids.dtype() != DType::i32 || keep.dims() != ids.dims() ||
+      keep.dtype() != DType::boolean)
+    throw Error("stag::data: unpad_batch: expected ids [B, S] i32 and keep [B, S] bool, got " +
+                ids.describe() + " and " + keep.describe());
+  const std::int64_t b = ids.dim(0), s = ids.dim(1);
+  std::vector<std::vector<std::int32_t>> out(static_cast<std::size_t>(b));
+  for (std::int64_t r = 0; r < b; ++r) {
+    const bool* k = keep.data<bool>() + r * s;
+    std::int64_t first = 0, last = s;
+    while (first < s && !k[first]) ++first;
+    while (last > first && !k[last - 1]) --last;
+    if (first == last)
+      throw Error("stag::data: unpad_batch: row " + std::to_string(r) + " has no token");
+    for (std::int64_t j = first; j < last; ++j)
+      if (!k[j])
+        throw Error("stag::data: unpad_batch: row " + std::to_string(r) +
+                    " has padding inside it, at position " + std::to_string(j) +
+                    " (padding goes before or after a row's tokens)");
+    const std::int32_t* x = ids.data<std::int32_t>() + r * s;
+    out[static_cast<std::size_t>(r)].assign(x + first, x + last);
   }
   return out;
 }

@@ -23,6 +23,10 @@ struct PadOptions {
   // S is rounded up to a multiple of this (then capped at max_len), so that batches of varying
   // length take a few shapes, and so a few plans (a Session plans once per shape).
   std::int64_t multiple_of = 1;
+  // Padding before each row's tokens instead of after (the layout of tokenisers that pad for
+  // a generate call that has one position for the whole batch). stag's graphs and generators
+  // take right padding or, better, ragged rows: data::unpad_batch turns either back.
+  bool left = false;
 };
 
 struct PaddedIds {
@@ -34,6 +38,11 @@ struct PaddedIds {
 // pad_to_max without max_len, on multiple_of < 1, or on a row index out of range.
 PaddedIds pad_batch(const std::vector<std::vector<std::int32_t>>& seqs,
                     std::span<const std::size_t> rows, const PadOptions& pad = {});
+
+// The rows of a padded batch again: row b of ids [B, S] i32 where keep [B, S] bool is true.
+// Padding may be at either end (left or right) but not inside a row; a row with a gap, an
+// empty row, or mismatched shapes or dtypes is a stag::Error naming the row.
+std::vector<std::vector<std::int32_t>> unpad_batch(const Array& ids, const Array& keep);
 
 struct BatchingOptions {
   std::size_t batch_size = 32;

@@ -146,6 +146,28 @@ TEST_CASE("pad_batch pads with 0, masks real tokens and truncates when asked", "
                     Catch::Contains("pad_to_max needs max_len > 0"));
 }
 
+TEST_CASE("pad_batch pads on the left when asked; unpad_batch takes either back", "[data][batch]") {
+  const std::vector<std::vector<std::int32_t>> seqs = {{4, 5, 6}, {7}, {8, 9}};
+  const std::vector<std::size_t> rows = {0, 1, 2};
+  const PaddedIds left = pad_batch(seqs, rows, {.multiple_of = 4, .left = true});
+  REQUIRE(left.ids.dims() == std::vector<std::int64_t>{3, 4});
+  CHECK(values(left.ids) == as_doubles({0, 4, 5, 6, 0, 0, 0, 7, 0, 0, 8, 9}));
+  CHECK(values(left.keep) == as_doubles({0, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1, 1}));
+  CHECK(unpad_batch(left.ids, left.keep) == seqs);
+  const PaddedIds right = pad_batch(seqs, rows);
+  CHECK(unpad_batch(right.ids, right.keep) == seqs);
+  // A kept pad id is a token like any other: the mask decides, not the id.
+  stag::Array keep(stag::DType::boolean, {1, 3});
+  keep.data<bool>()[0] = keep.data<bool>()[2] = true;
+  CHECK_THROWS_WITH(unpad_batch(stag::Array(stag::DType::i32, {1, 3}), keep),
+                    Catch::Contains("row 0 has padding inside it, at position 1"));
+  CHECK_THROWS_WITH(
+      unpad_batch(stag::Array(stag::DType::i32, {2, 3}), stag::Array(stag::DType::boolean, {2, 3})),
+      Catch::Contains("row 0 has no token"));
+  CHECK_THROWS_WITH(unpad_batch(stag::Array(stag::DType::i32, {2, 3}), keep),
+                    Catch::Contains("expected ids [B, S] i32 and keep [B, S] bool"));
+}
+
 TEST_CASE("pad_batch rounds the length up to a multiple, capped at max_len", "[data][batch]") {
   const std::vector<Ids> seqs = {{5, 6, 7}, {8}, {1, 2, 3, 4, 5, 6, 7, 8, 9}};
   const Rows first_two = {0, 1}, all = {0, 1, 2};
