@@ -14,7 +14,7 @@ build=${STAG_FUZZ_BUILD:-$STAG_ROOT/build-fuzz}
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(safetensors char_tokenizer bpe_tokenizer text_tokenizer metrics sentiment spam fortunes
-           python_doc tsv_pairs cmudict lm_config)
+           python_doc tsv_pairs gettext cmudict lm_config)
 fi
 if [ ! -f "$build/CMakeCache.txt" ]; then
   CXX=clang++ cmake -S "$STAG_ROOT" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTAG_FUZZ=ON \

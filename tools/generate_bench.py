@@ -1,11 +1,21 @@
 #!/usr/bin/python3
-"""Decode speed of the same language model in PyTorch, for docs/generation.md: tokens/s when
-every new token recomputes the whole prefix, and with PyTorch's usual key/value cache
-(torch.cat of the past keys and values). The model is stag's language_model (models/lm.hpp):
-RMSNorm, grouped-query attention with rotary positions (rotate-half), SwiGLU, tied output.
+"""Decode speed of the same models in PyTorch, for docs/generation.md.
+
+The language model is stag's language_model (models/lm.hpp): RMSNorm, grouped-query attention
+with rotary positions (rotate-half), SwiGLU, tied output; tokens/s when every new token
+recomputes the whole prefix, and with PyTorch's usual key/value cache (torch.cat of the past
+keys and values).
+
+--seq2seq: the encoder-decoder of `stag-train seq2seq` (models/presets.hpp kTextSeq2SeqSmall:
+pre-norm, d_model 128, 4 heads, d_ff 512, ReLU, 2+2 layers, sinusoidal positions, vocabularies
+of 256), decoded greedily as stag-bench-generate does it: each batch of sources encoded once,
+each decoder layer's cross-attention keys and values computed once from the memory, the
+self-attention keys and values cached with torch.cat, one token per row per step.
+
 Random weights: speed does not depend on them.
 
   OMP_NUM_THREADS=2 /usr/bin/python3 tools/generate_bench.py --preset char-tiny --prompt 64 --new 128
+  OMP_NUM_THREADS=2 /usr/bin/python3 tools/generate_bench.py --seq2seq --src 32 --new 64 --batches 1,16
 
 Needs torch (Debian's python3-torch 1.13 with libopenblas0-openmp for a fair BLAS)."""
 import argparse
@@ -77,6 +87,101 @@ class Lm(torch.nn.Module):
         return self.rms(x, self.norm) @ self.embed.weight.t(), new_cache
 
 
+class Seq2Seq(torch.nn.Module):
+    """Pre-norm Transformer encoder-decoder with biased linears, as models/blocks.hpp."""
+
+    def __init__(self, vocab=256, d_model=128, heads=4, d_ff=512, layers=2):
+        super().__init__()
+        self.h, self.d = heads, d_model
+        self.src_embed = torch.nn.Embedding(vocab, d_model)
+        self.tgt_embed = torch.nn.Embedding(vocab, d_model)
+        ln = lambda: torch.nn.LayerNorm(d_model)
+        lin = torch.nn.Linear
+
+        def attn():
+            m = torch.nn.Module()
+            m.q, m.k, m.v, m.o = (lin(d_model, d_model) for _ in range(4))
+            return m
+
+        def ffn():
+            return torch.nn.Sequential(lin(d_model, d_ff), torch.nn.ReLU(), lin(d_ff, d_model))
+
+        self.enc = torch.nn.ModuleList()
+        for _ in range(layers):
+            m = torch.nn.Module()
+            m.n1, m.att, m.n2, m.ffn = ln(), attn(), ln(), ffn()
+            self.enc.append(m)
+        self.dec = torch.nn.ModuleList()
+        for _ in range(layers):
+            m = torch.nn.Module()
+            m.n1, m.self_att, m.n2, m.cross, m.n3, m.ffn = ln(), attn(), ln(), attn(), ln(), ffn()
+            self.dec.append(m)
+        self.enc_norm, self.dec_norm = ln(), ln()
+        self.generator = lin(d_model, vocab)
+
+    def positions(self, start, t):
+        pos = torch.arange(start, start + t, dtype=torch.float32)[:, None]
+        inv = torch.exp(-math.log(10000.0) * torch.arange(0, self.d, 2, dtype=torch.float32) / self.d)
+        ang = pos * inv[None, :]
+        return torch.stack([ang.sin(), ang.cos()], -1).reshape(t, self.d)
+
+    def heads(self, x):
+        b, t, _ = x.shape
+        return x.view(b, t, self.h, self.d // self.h).transpose(1, 2)
+
+    def attend(self, q, k, v, keep=None, causal=False):
+        s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+        if keep is not None:
+            s = s.masked_fill(~keep, float("-inf"))
+        if causal:
+            t, tk = s.shape[-2:]
+            s = s.masked_fill(~torch.ones(t, tk, dtype=torch.bool).tril(tk - t), float("-inf"))
+        a = s.softmax(-1) @ v
+        b, h, t, dh = a.shape
+        return a.transpose(1, 2).reshape(b, t, h * dh)
+
+    def encode(self, src, keep):
+        """Memory keys and values per decoder layer, and the mask [B, 1, 1, S]."""
+        x = self.src_embed(src) * math.sqrt(self.d) + self.positions(0, src.shape[1])
+        k4 = keep[:, None, None, :]
+        for m in self.enc:
+            h = m.n1(x)
+            x = x + m.att.o(self.attend(self.heads(m.att.q(h)), self.heads(m.att.k(h)), self.heads(m.att.v(h)), k4))
+            x = x + m.ffn(m.n2(x))
+        x = self.enc_norm(x)
+        return [(self.heads(m.cross.k(x)), self.heads(m.cross.v(x))) for m in self.dec], k4
+
+    def step(self, ids, start, memory, k4, cache):
+        y = self.tgt_embed(ids) * math.sqrt(self.d) + self.positions(start, ids.shape[1])
+        new_cache = []
+        for i, m in enumerate(self.dec):
+            h = m.n1(y)
+            k, v = self.heads(m.self_att.k(h)), self.heads(m.self_att.v(h))
+            if cache[i] is not None:
+                k, v = torch.cat([cache[i][0], k], 2), torch.cat([cache[i][1], v], 2)
+            new_cache.append((k, v))
+            y = y + m.self_att.o(self.attend(self.heads(m.self_att.q(h)), k, v, causal=True))
+            h = m.n2(y)
+            y = y + m.cross.o(self.attend(self.heads(m.cross.q(h)), memory[i][0], memory[i][1], k4))
+            y = y + m.ffn(m.n3(y))
+        return self.generator(self.dec_norm(y)), new_cache
+
+
+def run_seq2seq(model, src, new):
+    """Encode seconds and greedy decode seconds of `new` steps (no early <eos>), as stag's."""
+    keep = torch.ones_like(src, dtype=torch.bool)
+    t0 = time.perf_counter()
+    memory, k4 = model.encode(src, keep)
+    t1 = time.perf_counter()
+    ids = torch.full((src.shape[0], 1), 2, dtype=torch.long)  # <bos>
+    cache = [None] * len(model.dec)
+    for t in range(new):
+        logits, cache = model.step(ids, t, memory, k4, cache)
+        ids = logits[:, -1, 4:].argmax(-1, keepdim=True) + 4
+    t2 = time.perf_counter()
+    return t1 - t0, t2 - t1
+
+
 def run(model, prompt, new, cached):
     ids = prompt.clone()
     t0 = time.perf_counter()
@@ -107,9 +212,22 @@ def main():
     ap.add_argument("--new", type=int, default=128)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--seq2seq", action="store_true", help="the encoder-decoder instead of the LM")
+    ap.add_argument("--src", type=int, default=32, help="--seq2seq: source ids per row")
+    ap.add_argument("--batches", default="1,16", help="--seq2seq: batch sizes")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
+    if a.seq2seq:
+        model = Seq2Seq().eval()
+        with torch.inference_mode():
+            for b in (int(x) for x in a.batches.split(",")):
+                src = torch.randint(4, 256, (b, a.src))
+                run_seq2seq(model, src, 4)  # warm-up
+                enc, dec = min((run_seq2seq(model, src, a.new) for _ in range(a.repeats)), key=lambda r: r[1])
+                print(f"pytorch seq2seq batch {b}: encode {1e3 * enc:.2f} ms ({b} sources of {a.src} ids), "
+                      f"decode {b * a.new / dec:.1f} tokens/s ({b} rows x {a.new} steps, {1e3 * dec / a.new:.3f} ms/step)")
+        return
     model = Lm(**PRESETS[a.preset]).eval()
     prompt = torch.randint(0, PRESETS[a.preset]["vocab"], (1, a.prompt))
     with torch.inference_mode():

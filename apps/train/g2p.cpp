@@ -5,12 +5,15 @@
 //   phoneme and word error rates.
 // - `seq2seq --data FILE.tsv`: a user's own source<TAB>target pairs, characters to characters,
 //   split by source (90/5/5); reports exact match, CER and chrF next to copying the source.
+//   `--data` may also name compiled gettext catalogues (a .mo file or a folder of them, e.g.
+//   /usr/share/locale/de/LC_MESSAGES): English messages and their translations.
 // The validation and test splits are decoded with beam search (--beam, 1: greedy) over cached
 // decode steps (stag::Seq2SeqGenerator); the periodic validation also decodes (greedily) up to
 // 1,000 validation examples, so metrics.jsonl holds the error rate against training time.
 // Presets: kSeq2SeqPresets and kTextSeq2SeqPresets (models/presets.hpp).
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <memory>
 
@@ -243,7 +246,25 @@ int g2p_task(RunContext& ctx) {
 template <const TransformerConfig& C>
 int text_seq2seq_task(RunContext& ctx) {
   const RunOptions& o = ctx.opt;
-  const data::TextPairs pairs = data::load_tsv_pairs(o.data);
+  // A tab-separated file, or compiled gettext catalogues (a .mo file or a folder of them, such
+  // as /usr/share/locale/de/LC_MESSAGES): messages longer than --max-len are left out there,
+  // not cut, since half a message is not a translation of half of it.
+  data::TextPairs pairs;
+  const std::filesystem::path data_path(o.data);
+  std::error_code ec;
+  if (data_path.extension() == ".mo" || std::filesystem::is_directory(data_path, ec)) {
+    const data::GettextPairs g = data::load_gettext_pairs(
+        data_path, {.max_chars = static_cast<std::size_t>(o.max_len)});
+    std::fprintf(stderr,
+                 "seq2seq: %zu messages from %zu gettext catalogue(s) (%zu skipped: other "
+                 "charsets), %zu entries left out (header, untranslated, several lines or over "
+                 "--max-len %lld characters)\n",
+                 g.src.size(), g.catalogues, g.catalogues_skipped, g.skipped,
+                 static_cast<long long>(o.max_len));
+    pairs = g;
+  } else {
+    pairs = data::load_tsv_pairs(data_path);
+  }
   const data::SplitIndices split =
       data::split_by_key(pairs.src, {.train = 0.9, .val = 0.05, .test = 0.05, .seed = 0});
   std::vector<std::size_t> train_rows = first_n(split.train, o.limit);

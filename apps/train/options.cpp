@@ -115,7 +115,8 @@ const char* help_for(const std::string& field) {
   static const std::map<std::string, const char*> help = {
       {"data",
        "Data set: classify: sentiment, spam, langid, zh; lm: fortunes, pydoc; g2p: cmudict; "
-       "seq2seq: a tab-separated file of source<TAB>target lines"},
+       "seq2seq: a tab-separated file of source<TAB>target lines, or gettext catalogues (a .mo "
+       "file or a folder of them)"},
       {"model", "Compiled model preset (dims are compile-time in stag; --list-models shows them)"},
       {"tokenizer",
        "char (one id per character), bpe (byte-level BPE learnt on the training split) or, for "
@@ -227,7 +228,9 @@ void validate(const RunOptions& o, Task task) {
       break;
     case Task::seq2seq:
       if (o.data.empty())
-        fail("data", "give the tab-separated source<TAB>target file to learn (--data FILE.tsv)");
+        fail("data",
+             "give the tab-separated source<TAB>target file to learn (--data FILE.tsv), or "
+             "gettext catalogues (--data /usr/share/locale/de/LC_MESSAGES)");
       if (o.tokenizer != "char") fail("tokenizer", "seq2seq reads characters (char) only");
       break;
   }

@@ -201,6 +201,15 @@ int tsv_pairs(const std::uint8_t* data, std::size_t size) {
   return 0;
 }
 
+int gettext_mo(const std::uint8_t* data, std::size_t size) {
+  const std::string path = scratch_file("de.mo", data, size);
+  refusing([&] { (void)data::load_gettext_pairs(path); });
+  refusing([&] {
+    (void)data::load_gettext_pairs(path, {.max_chars = 8, .single_line = false, .limit = 3});
+  });
+  return 0;
+}
+
 int cmudict(const std::uint8_t* data, std::size_t size) {
   const std::string path = scratch_file("dict.txt", data, size);
   refusing([&] { (void)data::load_cmudict(path); });

@@ -20,6 +20,7 @@ int spam(const std::uint8_t* data, std::size_t size);            // a mail, load
 int fortunes(const std::uint8_t* data, std::size_t size);        // the fortunes loaders
 int python_doc(const std::uint8_t* data, std::size_t size);      // load_python_doc_corpus
 int tsv_pairs(const std::uint8_t* data, std::size_t size);       // load_tsv_pairs
+int gettext_mo(const std::uint8_t* data, std::size_t size);      // load_gettext_pairs (.mo)
 int cmudict(const std::uint8_t* data, std::size_t size);         // load_cmudict
 int lm_config(const std::uint8_t* data, std::size_t size);       // lm_config_from_json
 
@@ -37,6 +38,7 @@ inline constexpr FuzzTarget kFuzzTargets[] = {{"safetensors", safetensors},
                                               {"fortunes", fortunes},
                                               {"python_doc", python_doc},
                                               {"tsv_pairs", tsv_pairs},
+                                              {"gettext", gettext_mo},
                                               {"cmudict", cmudict},
                                               {"lm_config", lm_config}};
 
