@@ -7,12 +7,14 @@
 // Prints `bench.generate.<case>.<metric>: value unit`; never fails on a number.
 //   stag-bench-generate [--threads N] [--lengths 128,1024,4096] [--batches 1,16]
 //                       [--decode-tokens N] [--decode-prompt N] [--repeats N] [--chunk N]
+//                       [--profile 1]   (the encoder-decoder's slowest decode-step nodes)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <sys/resource.h>
@@ -67,6 +69,7 @@ double state_bytes(const Session& s) {
 
 int main(int argc, char** argv) {
   int threads = 2, decode_tokens = 64, decode_prompt = 128, repeats = 3, chunk = 0;
+  bool profile = false;
   std::vector<int> lengths{128, 1024, 4096}, batches{1, 16};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
@@ -84,6 +87,8 @@ int main(int argc, char** argv) {
       repeats = std::atoi(argv[i + 1]);
     else if (a == "--chunk")
       chunk = std::atoi(argv[i + 1]);
+    else if (a == "--profile")
+      profile = std::string_view(argv[i + 1]) == "1";
     else {
       std::fprintf(stderr, "stag-bench-generate: unknown argument '%s'\n", a.c_str());
       return 2;
@@ -184,7 +189,7 @@ int main(int argc, char** argv) {
           keep.data<bool>()[i * src_len + j] = true;
         }
       }
-      Seq2SeqGenerator gen(gr, w, {.threads = threads});
+      Seq2SeqGenerator gen(gr, w, {.threads = threads, .profile = profile});
       double best = 1e30, enc_best = 1e30;
       for (int r = 0; r <= repeats; ++r) {  // the first round makes the plans
         const auto t0 = Clock::now();
@@ -212,6 +217,7 @@ int main(int argc, char** argv) {
       std::printf("%s.tokens_per_s: %.1f tokens/s (%d rows x %d steps)\n", tag.c_str(),
                   static_cast<double>(b) * decode_tokens / best, b, decode_tokens);
       std::printf("%s.ms_per_step: %.3f ms\n", tag.c_str(), 1e3 * best / decode_tokens);
+      if (profile) std::printf("%s", gen.profile_report(30).c_str());
     }
     // Beam search, 4 beams, 16 sources (early <eos> allowed: random weights stop anywhere).
     Seq2SeqGenerator gen(gr, w, {.threads = threads});

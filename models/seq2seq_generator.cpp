@@ -116,6 +116,7 @@ Session& Seq2SeqGenerator::decode_session(std::int64_t rows, std::int64_t max_le
     so.schedule = opts_.schedule;
     so.dims = {{"batch", rows}, {"max_len", max_len}, {"src_seq", src_len}};
     so.shared_params = weights_;
+    so.profile = opts_.profile;
     auto session = std::make_unique<Session>(graphs_.decode, so);
     check_weights(*session, weights_, "decode-step");
     it = sessions_.emplace(key, std::move(session)).first;
@@ -156,6 +157,10 @@ void Seq2SeqGenerator::keep_rows(std::span<const std::int32_t> from) {
                 static_cast<std::size_t>(src_len_) * sizeof(bool));
   src_keep_ = std::move(keep);
   decode_ = &now;
+}
+
+std::string Seq2SeqGenerator::profile_report(int top) const {
+  return decode_ ? decode_->profile_report(top) : "no decode step has run\n";
 }
 
 Array Seq2SeqGenerator::step(const Array& ids, std::span<const std::int32_t> pos) {

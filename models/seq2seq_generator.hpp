@@ -44,6 +44,7 @@ struct Seq2SeqGeneratorOptions {
   int threads = 0;  // 0: every core
   Schedule schedule = Schedule::sequential;
   std::size_t batch_rows = 64;  // sources searched together (times beam_size decoder rows)
+  bool profile = false;         // time every node of the decode steps (profile_report)
 };
 
 struct Seq2SeqGenerateOptions {
@@ -100,6 +101,8 @@ class Seq2SeqGenerator {
 
   std::int64_t rows() const { return rows_; }
   std::size_t decode_sessions() const { return sessions_.size(); }  // planned so far, kept
+  // With Seq2SeqGeneratorOptions::profile: the slowest nodes of the decode session in use.
+  std::string profile_report(int top = 20) const;
 
  private:
   Seq2SeqGraphs graphs_;

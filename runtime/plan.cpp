@@ -3,9 +3,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cctype>
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <omp.h>
 
 #include <stag/runtime/cpu/kernel_tables.hpp>
 #include <stag/runtime/plan.hpp>
@@ -13,6 +19,75 @@
 namespace stag {
 
 namespace {
+
+// Small nodes run on one thread. Every node is an OpenMP parallel region, and waking a second
+// thread costs more than a node of a few thousand multiply-adds: a decode step of a small model
+// at batch 1 (tens of 1 x 128 x 128 matmuls) ran 2-5x faster on one thread than on two
+// (docs/generation.md). The work is a node's multiply-adds (matmul, attention) or the elements
+// it reads and writes (everything else). Sleeping threads (OMP_WAIT_POLICY=passive) take tens
+// of microseconds to wake on these VMs, spinning ones about one, so the limits are 16x higher
+// with passive waiting. STAG_SMALL_NODE_WORK=<scale> multiplies them (0: every node uses every
+// thread), a measurement knob.
+constexpr double kSmallMatmulWork = 1 << 18;   // multiply-adds
+constexpr double kSmallElementWork = 1 << 15;  // elements in and out
+
+double small_node_limit_scale() {
+  static const double scale = [] {
+    if (const char* e = std::getenv("STAG_SMALL_NODE_WORK")) return std::atof(e);
+    const char* w = std::getenv("OMP_WAIT_POLICY");
+    std::string policy = w != nullptr ? w : "";
+    for (char& c : policy) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return policy == "passive" ? 16.0 : 1.0;
+  }();
+  return scale;
+}
+
+bool is_small_node(OpId op, const CpuNode& cn) {
+  const auto numel = [](const TensorView& v) { return static_cast<double>(v.numel()); };
+  const double scale = small_node_limit_scale();
+  if (scale == 0.0) return false;
+  if ((op == OpId::matmul || op == OpId::attention) && cn.in.size() >= 2 && cn.in[0].rank >= 1 &&
+      cn.in[1].rank >= 2) {
+    const double k = static_cast<double>(cn.in[0].dims[cn.in[0].rank - 1]);
+    const double work =
+        op == OpId::matmul
+            ? numel(cn.out) * k
+            : 2 * numel(cn.in[0]) * static_cast<double>(cn.in[1].dims[cn.in[1].rank - 2]);
+    return work < kSmallMatmulWork * scale;
+  }
+  double elements = numel(cn.out);
+  for (const TensorView& v : cn.in) elements += numel(v);
+  return elements < kSmallElementWork * scale;
+}
+
+// A kernel run, and made, with OpenMP's team size 1 on the calling thread.
+class OneThread {
+ public:
+  OneThread() : saved_(omp_get_max_threads()) {
+    if (saved_ != 1) omp_set_num_threads(1);
+  }
+  ~OneThread() {
+    if (saved_ != 1) omp_set_num_threads(saved_);
+  }
+  OneThread(const OneThread&) = delete;
+  OneThread& operator=(const OneThread&) = delete;
+
+ private:
+  int saved_;
+};
+
+class OneThreadKernel final : public CpuKernel {
+ public:
+  explicit OneThreadKernel(std::unique_ptr<CpuKernel> k) : k_(std::move(k)) {}
+  void run() override {
+    const OneThread one;
+    k_->run();
+  }
+  std::string describe() const override { return k_->describe() + " [1 thread: small]"; }
+
+ private:
+  std::unique_ptr<CpuKernel> k_;
+};
 
 // Runs an op's reference kernel inside a plan. Strided inputs (folded permutes) are copied
 // into contiguous scratch first, since reference kernels read row-major data.
@@ -429,7 +504,12 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
     cn.post = post[idx(n)];
     for (PostOp& po : cn.post)
       if (po.kind == PostOp::Kind::bias) po.bias = plan->nodes[idx(po.node)].view;
-    if (const CpuFactory f = kCpuFactories[nd.op.value]) p.kernel = f(cn);
+    const bool small = ctx.threads > 1 && is_small_node(op_id(nd.op), cn);
+    if (const CpuFactory f = kCpuFactories[nd.op.value]) {
+      std::optional<OneThread> one;
+      if (small) one.emplace();  // oneDNN sizes some primitives' work split when made
+      p.kernel = f(cn);
+    }
     if (!p.kernel && !cn.post.empty())
       throw Error("stag: internal error: " + g.name(n) +
                   ": no kernel for the operations folded into it");
@@ -440,6 +520,7 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
                     ") has no CPU kernel");
       p.kernel = std::make_unique<ReferenceKernel>(cn, ref);
     }
+    if (small) p.kernel = std::make_unique<OneThreadKernel>(std::move(p.kernel));
     p.kernel_name = p.kernel->describe();
     plan->order.push_back(n);
   }

@@ -4,11 +4,34 @@
 #include <sstream>
 #include <thread>
 
+#include <omp.h>
+
 #include <stag/ops/registry.hpp>
 #include <stag/runtime/params.hpp>
 #include <stag/runtime/session.hpp>
 
 namespace stag {
+namespace {
+
+// SessionOptions::threads for OpenMP, which oneDNN and the own kernels thread with: the
+// calling thread's team size while a step plans and runs, restored afterwards. Set at planning
+// too, since oneDNN sizes some primitives' work split (brgemm matmul) when it creates them.
+class OmpThreads {
+ public:
+  explicit OmpThreads(int n) : saved_(omp_get_max_threads()) {
+    if (n > 0 && n != saved_) omp_set_num_threads(n);
+  }
+  ~OmpThreads() {
+    if (omp_get_max_threads() != saved_) omp_set_num_threads(saved_);
+  }
+  OmpThreads(const OmpThreads&) = delete;
+  OmpThreads& operator=(const OmpThreads&) = delete;
+
+ private:
+  int saved_;
+};
+
+}  // namespace
 
 Session::Session(const GraphView& g, SessionOptions opts) : g_(g), opts_(std::move(opts)) {
   const int hw = static_cast<int>(std::thread::hardware_concurrency());
@@ -86,6 +109,8 @@ void Session::ensure_params(const Bindings& b) {
 }
 
 void Session::run(const StepOptions& step) {
+  // 0 threads: OpenMP's own default (every core, or OMP_NUM_THREADS).
+  const OmpThreads threads(opts_.threads);
   Bindings b = bind_symbols(g_, inputs_, nullptr, opts_.dims);
   ensure_params(b);
   bind_symbols(g_, inputs_, &params_, opts_.dims);  // validates parameters too

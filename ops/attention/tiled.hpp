@@ -341,6 +341,22 @@ struct Scratch {
   }
 };
 
+// The forward pass's tile buffers (grown, never shrunk).
+struct ForwardScratch {
+  std::vector<float> qp, kt, vp, s, acc;
+  void ensure(std::int64_t dkp, std::int64_t dvp, std::int64_t dk) {
+    const auto t = static_cast<std::size_t>(kTile);
+    const auto grow = [](std::vector<float>& v, std::size_t n) {
+      if (v.size() < n) v.resize(n);
+    };
+    grow(qp, t * static_cast<std::size_t>(dkp));
+    grow(kt, t * static_cast<std::size_t>(dk));
+    grow(vp, t * static_cast<std::size_t>(dvp));
+    grow(s, t * t);
+    grow(acc, t * static_cast<std::size_t>(dvp));
+  }
+};
+
 // The largest of a tile row's 64 scores (-inf when all are masked).
 inline float row_max(const float* __restrict x) {
   v16 m = load(x);
@@ -372,8 +388,11 @@ inline void forward(const Problem& p, float* o, float* lse) {
   constexpr float ninf = -std::numeric_limits<float>::infinity();
 #pragma omp parallel
   {
-    Scratch w;
-    w.ensure(dkp, dvp, p.Dk, p.Dv);
+    // The tile buffers of this thread, kept across calls: every buffer read is packed or
+    // cleared before its use, so nothing carries over (a decode step calls this per layer, and
+    // allocating and zeroing them each time cost more than the tiles of one query row).
+    thread_local ForwardScratch w;
+    w.ensure(dkp, dvp, p.Dk);
     float m[kTile], l[kTile];
 #pragma omp for schedule(dynamic)
     for (std::int64_t it = 0; it < items; ++it) {
@@ -385,7 +404,7 @@ inline void forward(const Problem& p, float* o, float* lse) {
       const float* kb = p.k + b * p.k_st[0] + kvh * p.k_st[1];
       const float* vb = p.v + b * p.v_st[0] + kvh * p.v_st[1];
       pack_rows(qb, p.q_st[2], q0, rows, p.Dk, dkp, w.qp.data(), p.scale);
-      std::fill(w.acc.begin(), w.acc.end(), 0.f);
+      std::fill_n(w.acc.begin(), kTile * dvp, 0.f);
       for (int r = 0; r < kTile; ++r) m[r] = ninf, l[r] = 0.f;
       // With a built-in mask no key after the tile's last query's position is kept: the loop
       // stops there (with cache positions, the cost follows pos + Sq rather than Sk).
