@@ -14,7 +14,8 @@
 # against a oneDNN matmul of the same run, a sliding-window variant). --generate runs only the
 # generation benchmark of issue 16 (bench/generate.cpp: prefill tokens/s next to a full forward
 # pass of the same tokens, time to first token, memory, decode tokens/s at batch 1 and 16, on
-# the `small` LM with random weights; tools/generate_bench.py beside it when PyTorch is there).
+# the `small` LM with random weights, then the encoder-decoder of `stag-train seq2seq`;
+# tools/generate_bench.py, the LM and the encoder-decoder, beside it when PyTorch is there).
 # Results: docs/benchmarks.md.
 set -euo pipefail
 STAG_ROOT=$(cd "$(dirname "$0")" && pwd)
@@ -79,6 +80,10 @@ if [ "$generate" = 1 ]; then
   if [ "$torch" = 1 ] && /usr/bin/python3 -c 'import torch' 2>/dev/null; then
     OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads /usr/bin/python3 \
       "$STAG_ROOT/tools/generate_bench.py" --preset small --prompt 128 --new 64 --threads "$threads"
+    # The encoder-decoder at stag-bench-generate's shapes: sources of 128 / 4 ids, 64 steps.
+    OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads /usr/bin/python3 \
+      "$STAG_ROOT/tools/generate_bench.py" --seq2seq --src 32 --new 64 --batches "$gen_batches" \
+      --threads "$threads"
   else
     echo "torch.generate: skipped (PyTorch is not importable here; apt-get install python3-torch)"
   fi
