@@ -1,5 +1,6 @@
 // The CPU session against the reference evaluator on a multi-layer attention model, plan
 // caching per binding, primitive reuse, memory plan validity and schedule independence.
+#include <cstdlib>
 #include <cstring>
 
 #include "harness.hpp"
@@ -103,6 +104,25 @@ TEST_CASE("the plan cache keeps at most max_plans plans, dropping the least rece
   CHECK(s.num_plans() == 2);
   for (std::int64_t len = 6; len < 12; ++len) run_len(len);
   CHECK(s.num_plans() == 2);
+}
+
+TEST_CASE("cached plans are dropped when their arenas exceed the budget", "[session]") {
+  ::setenv("STAG_PLAN_CACHE_MB", "1", 1);  // 1 MiB
+  Session s(train, {.threads = 2, .seed = 4});
+  std::int64_t biggest = 0;
+  for (std::int64_t len = 8; len <= 64; len += 8) {
+    const NamedArrays in = inputs(16, len, 30 + static_cast<std::uint64_t>(len));
+    s.set_inputs(in);
+    s.run();
+    biggest = std::max(biggest, s.plan().arena_bytes());
+    const Evaluation ref = evaluate_reference(train, in, s.params());
+    CHECK(std::abs(s.result() - ref.result().at(0)) <=
+          1e-5 * std::max(1.0, std::abs(ref.result().at(0))));
+  }
+  ::unsetenv("STAG_PLAN_CACHE_MB");
+  REQUIRE(biggest > (1 << 20) / 2);  // the budget holds two plans at most
+  CHECK(s.num_plans() < 8);
+  CHECK(s.num_plans() >= 1);
 }
 
 TEST_CASE("the memory plan never overlaps live buffers and reuses memory", "[session]") {

@@ -32,11 +32,13 @@ namespace {
 constexpr AdamW kOptimizer{.hparams_as_inputs = true};
 constexpr std::int64_t kCurveRows = 1000;  // validation examples decoded at each evaluation
 
-// A batch for the Transformer (labels are -100 at padding, so padding does not count).
+// A batch for the Transformer (labels are -100 at padding, so padding does not count). Both
+// sides are padded to a multiple of 8 positions: each shape is a plan (kernels and buffers),
+// and sentences of 1-64 characters would otherwise make up to 64 x 65 of them.
 Batch pair_batch(const data::EncodedPairs& d, std::span<const std::size_t> rows,
                  std::int64_t max_len) {
-  const data::Seq2SeqBatch b =
-      data::make_seq2seq_batch(d, rows, {.max_len = max_len}, {.max_len = max_len + 1});
+  const data::Seq2SeqBatch b = data::make_seq2seq_batch(
+      d, rows, {.max_len = max_len, .multiple_of = 8}, {.max_len = max_len + 1, .multiple_of = 8});
   double tokens = 0;
   for (std::int64_t i = 0; i < b.tgt_keep.numel(); ++i) tokens += b.tgt_keep.data<bool>()[i];
   for (std::int64_t i = 0; i < b.src_keep.numel(); ++i) tokens += b.src_keep.data<bool>()[i];
@@ -253,8 +255,8 @@ int text_seq2seq_task(RunContext& ctx) {
   const std::filesystem::path data_path(o.data);
   std::error_code ec;
   if (data_path.extension() == ".mo" || std::filesystem::is_directory(data_path, ec)) {
-    const data::GettextPairs g = data::load_gettext_pairs(
-        data_path, {.max_chars = static_cast<std::size_t>(o.max_len)});
+    const data::GettextPairs g =
+        data::load_gettext_pairs(data_path, {.max_chars = static_cast<std::size_t>(o.max_len)});
     std::fprintf(stderr,
                  "seq2seq: %zu messages from %zu gettext catalogue(s) (%zu skipped: other "
                  "charsets), %zu entries left out (header, untranslated, several lines or over "
