@@ -138,7 +138,14 @@ void Seq2SeqGenerator::keep_rows(std::span<const std::int32_t> from) {
   const std::int64_t old_rows = rows_;
   const auto rows = static_cast<std::int64_t>(from.size());
   Session& now = decode_session(rows, max_len_, src_len_);
-  if (&now == &old) return;  // the same rows (a permutation is not asked for here)
+  if (&now == &old) {  // as many rows: only the identity is a no-op here
+    for (std::int64_t r = 0; r < rows; ++r)
+      if (from[static_cast<std::size_t>(r)] != r)
+        throw Error(
+            "stag::Seq2SeqGenerator::keep_rows: keeping every row in another order is a "
+            "reorder (use reorder), not a smaller batch");
+    return;
+  }
   for (const std::vector<std::string>* names : {&memory_names_, &cache_names_})
     for (const std::string& name : *names) {
       const Array src = old.params().at(name);

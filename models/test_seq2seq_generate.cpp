@@ -436,6 +436,12 @@ TEST_CASE("encoder-decoder generation refuses bad input", "[models][seq2seq_gene
   CHECK_THROWS_WITH(
       gen.step(Array::from_vector<std::int32_t>({1, 1}, {40}), std::vector<std::int32_t>{0}),
       Catch::Contains("has id 40, outside the target vocabulary of 40"));
+  gen.encode(Array(DType::i32, {2, 2}), Array(DType::boolean, {2, 2}), 1, 4);
+  CHECK_THROWS_WITH(gen.keep_rows(std::vector<std::int32_t>{1, 0}),
+                    Catch::Contains("in another order is a reorder"));
+  CHECK_THROWS_WITH(gen.keep_rows(std::vector<std::int32_t>{2}), Catch::Contains("row 2 of 2"));
+  gen.keep_rows(std::vector<std::int32_t>{1});
+  CHECK(gen.rows() == 1);
   // Weights of another model, or with a tensor missing: the tensor is named.
   Session other(tf_post, {.seed = 1});
   CHECK_THROWS_WITH(Seq2SeqGenerator(seq2seq_graphs<kPre>(), other.params()),
