@@ -117,12 +117,18 @@ say "bench.loadavg_start: $(loadavg)"
 say "bench.threads: $threads"
 run_stag() { "$BENCH" --config "$1" --threads "$threads" --steps "$steps" | tee -a "$out"; }
 run_torch() {
-  if [ "$torch" = 1 ]; then "${TORCH[@]}" --config "$1" --threads "$threads" --steps "$steps" | tee -a "$out"; fi
+  # --variant all: the hand-written models, then the same on PyTorch's nn.Transformer* modules
+  # (torch.<config>_modules.*); the ratios take the faster of the two.
+  if [ "$torch" = 1 ]; then
+    "${TORCH[@]}" --config "$1" --variant all --threads "$threads" --steps "$steps" | tee -a "$out"
+  fi
 }
 for ((r = 1; r <= rounds; ++r)); do
   [ "$rounds" = 1 ] || say "bench.round: $r"
   for c in peak cls tf gpt; do
-    if ((r % 2)); then run_stag "$c"; run_torch "$c"; else run_torch "$c"; run_stag "$c"; fi
+    # stag in f32, then under autocast (bf16 matmuls: stag-bench --config <c>_bf16).
+    both_stag() { run_stag "$1"; [ "$1" = peak ] || run_stag "$1_bf16"; }
+    if ((r % 2)); then both_stag "$c"; run_torch "$c"; else run_torch "$c"; both_stag "$c"; fi
   done
 done
 
@@ -157,7 +163,10 @@ say "bench.loadavg_end: $(loadavg)"
 
 # Ratios: PyTorch time over stag time (above 1: stag is faster; *_cpu: process CPU time, which
 # competing load distorts less than wall time); stag RSS over PyTorch RSS.
-# With several rounds every figure is first reduced to its median over the rounds.
+# With several rounds every figure is first reduced to its median over the rounds. Each ratio is
+# taken against the fastest (for RSS the smallest) PyTorch variant present, torch.<c>.* (hand-
+# written) or torch.<c>_modules.* (nn.Transformer*), and against each variant (_vs_hand,
+# _vs_modules; n/a when absent, as gpt_modules always is); torch_fastest_* names the one taken.
 awk -v threads="$threads" -v rounds="$rounds" -v torch="$torch" '
   $2 ~ /^-?[0-9.]+$/ && $3 ~ /^(ms|MiB|GFLOP|GFLOP\/s|nats)$/ { sub(":", "", $1); n[$1]++; all[$1, n[$1]] = $2; unit[$1] = $3 }
   function median(k,   m, i, j, t, a) {
@@ -167,6 +176,14 @@ awk -v threads="$threads" -v rounds="$rounds" -v torch="$torch" '
     return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
   }
   function ratio(a, b) { return (a in v && b in v && v[b] > 0) ? v[a] / v[b] : -1 }
+  # The key of the smaller of torch.<c>.<x> and torch.<c>_modules.<x> ("" when neither is
+  # there), and its variant in fastest (the hand-written one on a tie).
+  function best(c, x,   h, m) {
+    h = "torch." c "." x; m = "torch." c "_modules." x; fastest = ""
+    if (h in v && v[h] > 0) fastest = "hand"
+    if (m in v && v[m] > 0 && (fastest == "" || v[m] < v[h])) fastest = "modules"
+    return fastest == "hand" ? h : fastest == "modules" ? m : ""
+  }
   function line(name, r, unit, target, better) {
     if (r < 0) { printf "%s: n/a\n", name; return }
     verdict = target == "" ? "" : sprintf(" (target %s: %s)", target, better ? "met" : "NOT met")
@@ -184,16 +201,36 @@ awk -v threads="$threads" -v rounds="$rounds" -v torch="$torch" '
     split("cls tf gpt", cs, " ")
     for (i = 1; i <= 3; ++i) {
       c = cs[i]; want = c == "cls" ? 1.5 : 1.2
-      r = ratio("torch." c ".train_step_ms", "bench." c ".train_step_ms")
-      line("bench." c ".speedup_train", r, "x", ">= " want "x", r >= want)
-      r = ratio("torch." c ".infer_ms", "bench." c ".infer_ms")
-      line("bench." c ".speedup_infer", r, "x", ">= 2x", r >= 2)
-      line("bench." c ".speedup_train_cpu", ratio("torch." c ".train_cpu_ms", "bench." c ".train_cpu_ms"), "x", "", 0)
-      line("bench." c ".speedup_infer_cpu", ratio("torch." c ".infer_cpu_ms", "bench." c ".infer_cpu_ms"), "x", "", 0)
-      r = ratio("bench." c ".rss_peak_mib", "torch." c ".rss_peak_mib")
-      line("bench." c ".rss_ratio", r, "x", "< 1", r >= 0 && r < 1)
-      r = ratio("bench." c ".infer_rss_peak_mib", "torch." c ".infer_rss_peak_mib")
-      line("bench." c ".infer_rss_ratio", r, "x", "", 0)
+      # metric, ratio name, name of the chosen variant, target; the last two are stag over PyTorch
+      nm = split("train_step_ms speedup_train fastest_train;infer_ms speedup_infer fastest_infer;" \
+                 "train_cpu_ms speedup_train_cpu fastest_train_cpu;infer_cpu_ms speedup_infer_cpu fastest_infer_cpu;" \
+                 "rss_peak_mib rss_ratio smallest_rss;infer_rss_peak_mib infer_rss_ratio smallest_infer_rss", ms, ";")
+      for (j = 1; j <= nm; ++j) {
+        split(ms[j], f, " "); x = f[1]; stag_k = "bench." c "." x; inv = j > 4
+        k = best(c, x)
+        r = inv ? ratio(stag_k, k) : ratio(k, stag_k)
+        if (j == 1) line("bench." c "." f[2], r, "x", ">= 2x", r >= 2)
+        else if (j == 2) line("bench." c "." f[2], r, "x", ">= 2x", r >= 2)
+        else if (j == 5) line("bench." c "." f[2], r, "x", "<= 0.5", r >= 0 && r <= 0.5)
+        else line("bench." c "." f[2], r, "x", "", 0)
+        hk = "torch." c "." x; mk = "torch." c "_modules." x
+        line("bench." c "." f[2] "_vs_hand", inv ? ratio(stag_k, hk) : ratio(hk, stag_k), "x", "", 0)
+        line("bench." c "." f[2] "_vs_modules", inv ? ratio(stag_k, mk) : ratio(mk, stag_k), "x", "", 0)
+        printf "bench.%s.torch_%s: %s\n", c, f[3], fastest == "" ? "n/a" : fastest
+      }
+      # stag under autocast (bf16 matmuls) against the fastest PyTorch variant (f32).
+      k = best(c, "train_step_ms"); r = ratio(k, "bench." c "_bf16.train_step_ms")
+      line("bench." c ".speedup_train_bf16", r, "x", ">= 3x", r >= 3)
+      k = best(c, "infer_ms"); r = ratio(k, "bench." c "_bf16.infer_ms")
+      line("bench." c ".speedup_infer_bf16", r, "x", ">= 3x", r >= 3)
+      k = best(c, "rss_peak_mib"); r = ratio("bench." c "_bf16.rss_peak_mib", k)
+      line("bench." c ".rss_ratio_bf16", r, "x", "<= 0.5", r >= 0 && r <= 0.5)
+      # f32 matmul FLOPs per step time over the oneDNN 2048^3 matmul of the same run.
+      r = ratio("bench." c ".matmul_gflops", "bench.peak.matmul_gflops")
+      want = c == "gpt" ? 0.8 : c == "tf" ? 0.7 : 0
+      line("bench." c ".matmul_efficiency", r, "x", want ? ">= " want : "", r >= want)
+      r = ratio("bench." c "_bf16.matmul_gflops", "bench.peak.matmul_bf16_gflops")
+      line("bench." c ".matmul_efficiency_bf16", r, "x", "", 0)
       nl = split("seq_t1 par_t" threads "_omp1 par_t" threads "_omp" threads " loaded_seq_t1 loaded_seq_t" threads \
                 " loaded_par_t" threads "_omp1", labels, " ")
       base = "bench." c ".schedule.seq_t" threads ".train_step_ms"

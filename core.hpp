@@ -4,6 +4,7 @@
 // data, pictures); this one compiles faster in headers that only declare models.
 #pragma once
 
+#include <stag/autodiff/autocast.hpp>
 #include <stag/autodiff/autodiff.hpp>
 #include <stag/autodiff/optimizer.hpp>
 #include <stag/graph/builder.hpp>

@@ -130,7 +130,15 @@ constexpr int append_backward(Builder& b, std::span<const std::string_view> wrt_
       b.stamp_grad_of = in;
       b.current_scope = b.node(in).scope;
       int& acc = grad[static_cast<std::size_t>(in)];
-      acc = acc < 0 ? gk.id : add(Ref{&b, acc}, gk).id;  // fan-out: gradients add up
+      if (acc < 0) {
+        acc = gk.id;
+      } else if (gk.dtype() == DType::bf16) {
+        // A bf16 value read twice (an autocast operand): its gradients add up in f32; the
+        // cast's VJP then has nothing to widen.
+        acc = add(cast(Ref{&b, acc}, DType::f32), cast(gk, DType::f32)).id;
+      } else {
+        acc = add(Ref{&b, acc}, gk).id;  // fan-out: gradients add up
+      }
     }
   }
   // snippet-end: docs-autodiff-2

@@ -194,6 +194,9 @@ void run_peak(const Options& o) {
   po.warmup = 2;
   const Timing t = time_steps(po, [&](int) { matmul(); });
   print(o, "peak", "matmul_gflops", 2.0 * n * n * n / 1e9 / (t.ms / 1e3), "GFLOP/s");
+  const std::function<void()> matmul16 = bench::onednn_matmul(n, true);
+  const Timing t16 = time_steps(po, [&](int) { matmul16(); });
+  print(o, "peak", "matmul_bf16_gflops", 2.0 * n * n * n / 1e9 / (t16.ms / 1e3), "GFLOP/s");
 }
 
 // Runs this program again with `args` and waits for it (its output goes to ours).
@@ -214,10 +217,14 @@ int run_child(const std::vector<std::string>& args) {
 }
 
 const std::vector<std::pair<std::string, bench::BenchModel (*)()>> kModels = {
-    {"cls", bench::cls_model}, {"tf", bench::tf_model}, {"gpt", bench::gpt_model}};
+    {"cls", bench::cls_model},         {"tf", bench::tf_model},
+    {"gpt", bench::gpt_model},         {"cls_bf16", bench::cls_bf16_model},
+    {"tf_bf16", bench::tf_bf16_model}, {"gpt_bf16", bench::gpt_bf16_model}};
 
 constexpr const char* kUsage = R"(usage: stag-bench [options]
-  --config all|peak|cls|tf|gpt   what to time (all: each config and mode in its own process)
+  --config all|peak|cls|tf|gpt|cls_bf16|tf_bf16|gpt_bf16
+                                 what to time (all: each config and mode in its own process;
+                                 *_bf16: the model under stag::autocast, bf16 matmuls)
   --mode both|train|infer        the training step, the forward pass, or both
   --threads N                    threads (TBB arena and own kernels; default 2)
   --omp N                        OpenMP threads for oneDNN (default: --threads)
@@ -267,10 +274,12 @@ Options parse(int argc, char** argv, std::vector<std::string>& passthrough) {
       passthrough.push_back(argv[i]);
     }
   }
-  const std::vector<std::string> configs = {"all", "peak", "cls", "tf", "gpt"},
+  const std::vector<std::string> configs = {"all", "peak",     "cls",     "tf",
+                                            "gpt", "cls_bf16", "tf_bf16", "gpt_bf16"},
                                  modes = {"both", "train", "infer"};
   if (std::find(configs.begin(), configs.end(), o.config) == configs.end())
-    throw Error("stag-bench: unknown --config '" + o.config + "' (all, peak, cls, tf, gpt)");
+    throw Error("stag-bench: unknown --config '" + o.config +
+                "' (all, peak, cls, tf, gpt, *_bf16)");
   if (std::find(modes.begin(), modes.end(), o.mode) == modes.end())
     throw Error("stag-bench: unknown --mode '" + o.mode + "' (both, train, infer)");
   if (o.threads < 1 || o.steps < 1 || o.warmup < 1 || o.omp < 0)
@@ -299,7 +308,7 @@ int main(int argc, char** argv) try {
     std::vector<std::string> configs;
     if (o.config == "all") {
       std::printf("bench.threads: %d\n", o.threads);
-      configs = {"peak", "cls", "tf", "gpt"};
+      configs = {"peak", "cls", "tf", "gpt", "cls_bf16", "tf_bf16", "gpt_bf16"};
     } else {
       configs = {o.config};
     }

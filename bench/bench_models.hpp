@@ -20,6 +20,10 @@ struct BenchModel {
 BenchModel cls_model();
 BenchModel tf_model();
 BenchModel gpt_model();
+// The same models under stag::autocast (bf16 matmuls, f32 everything else).
+BenchModel cls_bf16_model();
+BenchModel tf_bf16_model();
+BenchModel gpt_bf16_model();
 
 // Deterministic inputs: token ids uniform in [0, vocab) from a fixed-seed generator.
 Array random_ids(std::vector<std::int64_t> dims, std::int64_t vocab, std::uint64_t seed);
@@ -27,8 +31,8 @@ Array random_ids(std::vector<std::int64_t> dims, std::int64_t vocab, std::uint64
 // the last `padded` positions are false.
 Array keep_mask(std::int64_t batch, std::int64_t len, std::int64_t padded);
 
-// A plain oneDNN f32 matmul of [n, n] by [n, n], outside stag: returns a function that runs it
-// once and waits for it.
-std::function<void()> onednn_matmul(std::int64_t n);
+// A plain oneDNN matmul of [n, n] by [n, n] (f32, or bf16 operands with an f32 product),
+// outside stag: returns a function that runs it once and waits for it.
+std::function<void()> onednn_matmul(std::int64_t n, bool bf16 = false);
 
 }  // namespace stag::bench

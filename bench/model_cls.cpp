@@ -18,6 +18,8 @@ constexpr ClassifierConfig kCls{.vocab = 8000,
                                 .pre_norm = false};
 constexpr auto cls_forward = model([](Builder& g) { return classifier<kCls>(g); });
 constexpr auto cls_train = train_step<cls_forward, AdamW{}>();
+constexpr auto cls_forward16 = autocast<cls_forward>();  // bf16 matmuls
+constexpr auto cls_train16 = train_step<cls_forward16, AdamW{}>();
 }  // namespace
 
 BenchModel cls_model() {
@@ -29,6 +31,13 @@ BenchModel cls_model() {
           {{"ids", random_ids({batch, seq}, kCls.vocab, 1)},
            {"keep", keep_mask(batch, seq, seq / 4)},
            {"label", label}}};
+}
+
+BenchModel cls_bf16_model() {
+  BenchModel m = cls_model();
+  m.forward = cls_forward16;
+  m.train = cls_train16;
+  return m;
 }
 
 }  // namespace stag::bench

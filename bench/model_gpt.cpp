@@ -19,6 +19,8 @@ constexpr LmConfig kGpt{.vocab = 4096,
                         .tie_embeddings = true};
 constexpr auto gpt_forward = model([](Builder& g) { return language_model<kGpt>(g); });
 constexpr auto gpt_train = train_step<gpt_forward, AdamW{}>();
+constexpr auto gpt_forward16 = autocast<gpt_forward>();  // bf16 matmuls
+constexpr auto gpt_train16 = train_step<gpt_forward16, AdamW{}>();
 }  // namespace
 
 BenchModel gpt_model() {
@@ -27,6 +29,13 @@ BenchModel gpt_model() {
           gpt_train,
           {{"ids", random_ids({batch, seq}, kGpt.vocab, 5)},
            {"targets", random_ids({batch, seq}, kGpt.vocab, 6)}}};
+}
+
+BenchModel gpt_bf16_model() {
+  BenchModel m = gpt_model();
+  m.forward = gpt_forward16;
+  m.train = gpt_train16;
+  return m;
 }
 
 }  // namespace stag::bench

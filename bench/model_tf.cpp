@@ -19,6 +19,8 @@ constexpr TransformerConfig kTf{.src_vocab = 1000,
                                 .pre_norm = true};
 constexpr auto tf_forward = model([](Builder& g) { return transformer<kTf>(g); });
 constexpr auto tf_train = train_step<tf_forward, AdamW{}>();
+constexpr auto tf_forward16 = autocast<tf_forward>();  // bf16 matmuls
+constexpr auto tf_train16 = train_step<tf_forward16, AdamW{}>();
 }  // namespace
 
 BenchModel tf_model() {
@@ -30,6 +32,13 @@ BenchModel tf_model() {
            {"tgt_in", random_ids({batch, tgt}, kTf.tgt_vocab, 3)},
            {"tgt_keep", keep_mask(batch, tgt, 0)},
            {"tgt_out", random_ids({batch, tgt}, kTf.tgt_vocab, 4)}}};
+}
+
+BenchModel tf_bf16_model() {
+  BenchModel m = tf_model();
+  m.forward = tf_forward16;
+  m.train = tf_train16;
+  return m;
 }
 
 }  // namespace stag::bench

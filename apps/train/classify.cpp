@@ -294,7 +294,7 @@ struct Classify {
                                  ? pretrain<C>(ctx, *tok, texts_of(split.train), pad, config)
                              : fresh ? o.init_from
                                      : std::string();
-    Trainer trainer(training_graphs<net, kOptimizer>(),
+    Trainer trainer(graphs_for<net, kOptimizer, &C == &kClassifyPre>(ctx),
                     trainer_options(ctx, total, C.d_model, config.dump()));
     print_model(ctx, config, net, tok->vocab_size());
     if (!init.empty())

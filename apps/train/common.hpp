@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <stag/autodiff/autocast.hpp>
 #include <stag/models/data/batch.hpp>
 #include <stag/runtime/train/trainer.hpp>
 
@@ -42,6 +43,27 @@ nlohmann::ordered_json run_config(const RunContext& ctx, const Config& model_con
   j["model"] = to_json(model_config);
   j["run"] = to_json(ctx.opt);
   return j;
+}
+
+namespace detail {
+template <const auto& Net>
+inline constexpr auto kAutocastNet = autocast<Net>();
+}  // namespace detail
+
+// The training graphs of `Net` with `Opt`, or with --precision bf16 those of autocast<Net>()
+// (bf16 matmuls), which only the presets with `Bf16` compile (each adds a model's compile time).
+template <const auto& Net, auto Opt, bool Bf16>
+TrainingGraphs graphs_for(const RunContext& ctx) {
+  if (ctx.opt.precision == "bf16") {
+    if constexpr (Bf16)
+      return training_graphs<detail::kAutocastNet<Net>, Opt>();
+    else
+      throw Error(
+          "stag-train: --precision bf16 is compiled for classify's 'pre', lm's 'small' "
+          "and g2p's 'small' presets only, not for '" +
+          ctx.opt.model + "' of this task (use one of those, or --precision f32)");
+  }
+  return training_graphs<Net, Opt>();
 }
 
 // The learning-rate schedule the flags describe, over `total_steps` steps.

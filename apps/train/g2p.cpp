@@ -111,7 +111,7 @@ struct Seq2SeqTask {
         [=](std::int64_t e) { return plan_of(e).size(); },
         [=](std::int64_t e, std::size_t i) { return pair_batch(*train, plan_of(e)[i], max_len); }};
     const std::int64_t total = planned_steps(o, plan_of(0).size());
-    Trainer trainer(training_graphs<net, kOptimizer>(),
+    Trainer trainer(graphs_for<net, kOptimizer, &C == &kG2pSmall>(ctx),
                     trainer_options(ctx, total, C.d_model, config.dump()));
     print_model(ctx, config, net, data.src_vocab);
 

@@ -96,7 +96,7 @@ struct Lm {
                               return lm_batch(*train, plan[i], seq);
                             }};
     const std::int64_t total = planned_steps(o, source.num_batches(0));
-    Trainer trainer(training_graphs<net, kOptimizer>(),
+    Trainer trainer(graphs_for<net, kOptimizer, &C == &kLmTrainSmall>(ctx),
                     trainer_options(ctx, total, C.d_model, config.dump()));
     print_model(ctx, config, net, tok.vocab_size());
 

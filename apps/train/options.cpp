@@ -33,6 +33,7 @@ RunOptions defaults_for(Task task) {
   o.max_seconds = 0;
   o.accumulation = 1;
   o.lr_schedule = "cosine";
+  o.precision = "f32";
   o.min_lr = 0;
   o.beta1 = 0.9;
   o.beta2 = 0.999;
@@ -147,6 +148,10 @@ const char* help_for(const std::string& field) {
       {"clip_norm", "Clip gradients to this global norm (<= 0: off)"},
       {"seed", "Seed of initialisation, dropout, splits' shuffles and batch order"},
       {"threads", "CPU threads (0: all cores)"},
+      {"precision",
+       "f32, or bf16: every matmul reads bf16 operands and accumulates in f32 (stag::autocast; "
+       "norms, softmax, losses, the optimizer and the checkpoint stay f32); compiled for the "
+       "presets classify pre, lm small and g2p small"},
       {"bucket", "Batch examples of similar length together (less padding)"},
       {"token_dropout",
        "classify: leave each training token out with this probability, anew each epoch (word "
@@ -240,6 +245,7 @@ void validate(const RunOptions& o, Task task) {
     one_of("tokenizer", o.tokenizer, {"char", "bpe"});
   one_of("lr-schedule", o.lr_schedule, {"constant", "linear", "cosine", "inverse_sqrt"});
   one_of("progress", o.progress, {"auto", "terminal", "plain", "off"});
+  one_of("precision", o.precision, {"f32", "bf16"});
   if (o.max_len < 2) fail("max-len", "must be at least 2");
   if (o.batch_size < 1) fail("batch-size", "must be positive");
   if (o.accumulation < 1) fail("accumulation", "must be positive");

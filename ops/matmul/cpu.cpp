@@ -55,7 +55,11 @@ dnnl::algorithm eltwise_alg(OpId act) {
 }  // namespace
 
 std::unique_ptr<CpuKernel> OpDef<OpId::matmul>::cpu(const CpuNode& n) {
-  if (n.out.dtype != DType::f32 || n.out.rank < 2) return nullptr;
+  // f32, or bf16 operands (AMX / AVX-512 BF16 where the CPU has them) with an f32 or bf16 product.
+  const DType in = n.in[0].dtype, out = n.out.dtype;
+  if (!(in == DType::f32 || in == DType::bf16) || n.in[1].dtype != in || n.out.rank < 2)
+    return nullptr;
+  if (!(out == DType::f32 || (in == DType::bf16 && out == DType::bf16))) return nullptr;
   const bool ta = n.attr().i[0] != 0, tb = n.attr().i[1] != 0;
   TensorView a = n.in[0], b = n.in[1], c = n.out;
   if (ta) swap_last_two(a);

@@ -2,9 +2,14 @@
 //   matmul(a [..., M, K], b [..., K, N]) -> [..., M, N]
 //   matmul_nt(q [B, H, S, D], k [B, H, T, D]) -> [B, H, S, T]   (q @ k^T, no copy of k)
 // Both operands have rank >= 2 and the same dtype; batch dims broadcast from the right.
-// PyTorch: torch.matmul(a, b); matmul_nt(a, b) is a @ b.transpose(-2, -1).
+// bf16 operands accumulate in f32 and give a bf16 product; the untyped matmul(a, b, ta, tb, f32)
+// (what the autocast pass, autodiff/autocast.hpp, emits) keeps the f32 product unrounded.
+// PyTorch: torch.matmul(a, b); matmul_nt(a, b) is a @ b.transpose(-2, -1); bf16 operands as
+// under torch.autocast (a bf16 product), or out_dtype=float32 for the f32 one.
 // Attrs: i[0] = a is transposed (last two dims), i[1] = b is transposed.
 #pragma once
+
+#include <optional>
 
 #include <stag/ops/op.hpp>
 
@@ -20,9 +25,12 @@ struct OpDef<OpId::matmul> {
 };
 
 namespace rules {
+// `out`: the product's dtype; the operands' by default, f32 allowed for bf16 operands.
 constexpr ShapeResult matmul(const ShapeV& a, DType ta, const ShapeV& b, DType tb, bool trans_a,
-                             bool trans_b) {
-  if (ta != tb || !is_float(ta) || ta == DType::bf16) return shape_fail(ShapeErr::dtype);
+                             bool trans_b, std::optional<DType> out = std::nullopt) {
+  if (ta != tb || !is_float(ta)) return shape_fail(ShapeErr::dtype);
+  if (out && *out != ta && !(ta == DType::bf16 && *out == DType::f32))
+    return shape_fail(ShapeErr::dtype);
   if (a.rank < 2 || b.rank < 2) return shape_fail(ShapeErr::rank);
   const DimV m = a.dims[a.rank - (trans_a ? 1 : 2)];
   const DimV ka = a.dims[a.rank - (trans_a ? 2 : 1)];
@@ -36,16 +44,19 @@ constexpr ShapeResult matmul(const ShapeV& a, DType ta, const ShapeV& b, DType t
   if (!r.ok()) return shape_fail(ShapeErr::batch_dims);
   r.shape.dims[r.shape.rank++] = m;
   r.shape.dims[r.shape.rank++] = n;
+  if (out) r.dtype = *out;
   return r;
 }
 }  // namespace rules
 
-constexpr Ref matmul(Ref a, Ref b, bool trans_a = false, bool trans_b = false) {
+constexpr Ref matmul(Ref a, Ref b, bool trans_a = false, bool trans_b = false,
+                     std::optional<DType> out = std::nullopt) {
   Attrs at;
   at.i[0] = trans_a;
   at.i[1] = trans_b;
   return emit(OpId::matmul, "matmul", {a, b},
-              rules::matmul(a.shape(), a.dtype(), b.shape(), b.dtype(), trans_a, trans_b), &at);
+              rules::matmul(a.shape(), a.dtype(), b.shape(), b.dtype(), trans_a, trans_b, out),
+              &at);
 }
 
 namespace detail {

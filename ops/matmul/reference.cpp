@@ -1,4 +1,5 @@
 // Reference kernel of matmul: a triple loop per batch element, accumulating in double.
+// (bf16 operands: the same loop, read and written through kernel::load / store.)
 #include <stag/ops/kernel.hpp>
 #include <stag/ops/matmul/matmul.hpp>
 
@@ -22,6 +23,26 @@ void OpDef<OpId::matmul>::reference(const KernelArgs& args) {
   const std::int64_t batches = cb.numel();
   const std::int64_t a_rs = ta ? 1 : K, a_ks = ta ? M : 1;  // a[m, k] in its last two dims
   const std::int64_t b_ks = tb ? 1 : N, b_cs = tb ? K : 1;  // b[k, n]
+  if (a.dtype == DType::bf16) {  // bf16 operands, f32 or bf16 product: rounded once at the end
+    for (std::int64_t bi = 0; bi < batches; ++bi) {
+      std::int64_t oa = 0, ob = 0, rem = bi;
+      for (int d = cb.rank - 1; d >= 0; --d) {
+        const std::int64_t i = rem % cb.dims[d];
+        rem /= cb.dims[d];
+        oa += i * sa[d];
+        ob += i * sb[d];
+      }
+      for (std::int64_t m = 0; m < M; ++m)
+        for (std::int64_t n = 0; n < N; ++n) {
+          double acc = 0;
+          for (std::int64_t k = 0; k < K; ++k)
+            acc += kernel::load(a, oa + m * a_rs + k * a_ks) *
+                   kernel::load(b, ob + k * b_ks + n * b_cs);
+          kernel::store(c, bi * M * N + m * N + n, acc);
+        }
+    }
+    return;
+  }
   kernel::with_float(c.dtype, [&](auto zero) {
     using T = decltype(zero);
     const T* A = a.as<const T>();

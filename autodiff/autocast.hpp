@@ -1,0 +1,124 @@
+// Mixed precision as a constexpr graph pass (torch.autocast, decided at compile time): every
+// f32 matmul of a model takes bf16 operands, accumulates in f32 and gives its f32 product, so
+// the bias, activation, norms, softmax statistics, losses and the optimizer stay f32. Each f32
+// value a matmul reads is cast once, however many matmuls read it: a weight is cast once per
+// step from its f32 master copy, and the parameters, their gradients and the optimizer state
+// stay f32 (the cast's gradient casts back). The fused attention op stays f32.
+//   constexpr auto fwd16 = stag::autocast<fwd>();                      // every matmul
+//   constexpr auto dec16 = stag::autocast<fwd, stag::bf16, "dec">();   // matmuls under `dec`
+//   constexpr auto step = stag::train_step<fwd16, stag::AdamW{}>();
+// Scopes name a subtree (`dec` takes `dec.0.attn`, not `decoder`); a matmul is in a scope when
+// it was built inside it (Scope::enter) or reads a parameter named under it. A matmul marked with
+// keep_unfused(t) is left as written. The backward products read bf16 too (the incoming
+// gradient is rounded once) and give f32 gradients (ops/matmul/vjp.hpp).
+#pragma once
+
+#include <vector>
+
+#include <stag/autodiff/autodiff.hpp>
+#include <stag/graph/fixed_string.hpp>
+#include <stag/ops/cast/cast.hpp>
+#include <stag/ops/matmul/matmul.hpp>
+
+namespace stag {
+
+namespace detail {
+// Whether scope `sc` of `g` is `prefix` or lies under it (component-wise).
+constexpr bool scope_under(const GraphView& g, int sc, std::string_view prefix) {
+  char buf[256] = {};
+  const int len = g.write_name(sc, {}, buf);
+  if (len < 0) return false;
+  const std::string_view name(buf, static_cast<std::size_t>(len));
+  if (prefix.empty()) return true;
+  if (name.size() < prefix.size() || name.substr(0, prefix.size()) != prefix) return false;
+  return name.size() == prefix.size() || name[prefix.size()] == '.';
+}
+}  // namespace detail
+
+// Rewrites `b` in place: the matmuls chosen above read `to` casts of their f32 operands.
+// `scopes` empty: every matmul. Returns the number of matmuls rewritten.
+constexpr int autocast_matmuls(Builder& b, DType to,
+                               std::span<const std::string_view> scopes = {}) {
+  if (to != DType::bf16) throw GraphError("stag::autocast: only bf16 is supported");
+  const GraphView g0 = b.view();
+  const int n0 = b.size();
+  std::vector<char> chosen(static_cast<std::size_t>(n0), false);
+  int count = 0;
+  for (int n = 0; n < n0; ++n) {
+    const Node& nd = b.node(n);
+    if (op_id(nd.op) != OpId::matmul || nd.dtype != DType::f32 || (nd.flags & kFlagNoFuse))
+      continue;
+    if (b.dtype(nd.in[0]) != DType::f32 || b.dtype(nd.in[1]) != DType::f32) continue;
+    // In a scope: built inside it (Scope::enter), or reading a parameter named under it (the
+    // weight of a linear layer, whose matmul is built wherever the layer is called).
+    bool in_scope = scopes.empty();
+    for (std::string_view s : scopes) {
+      in_scope = in_scope || detail::scope_under(g0, nd.scope, s);
+      for (int k = 0; k < 2; ++k) {
+        const Node& in = b.node(nd.in[k]);
+        if (in.flags & kFlagParam) in_scope = in_scope || detail::scope_under(g0, in.scope, s);
+      }
+    }
+    if (!in_scope) continue;
+    chosen[static_cast<std::size_t>(n)] = true;
+    ++count;
+  }
+  if (count == 0) return 0;
+
+  std::vector<Node> old = b.nodes;
+  b.nodes.clear();
+  std::vector<int> remap(static_cast<std::size_t>(n0), -1), cast_of(remap);
+  for (int n = 0; n < n0; ++n) {
+    Node nd = old[static_cast<std::size_t>(n)];
+    for (int k = 0; k < nd.nin; ++k) {
+      const int src = nd.in[k];
+      nd.in[k] = remap[static_cast<std::size_t>(src)];
+      if (!chosen[static_cast<std::size_t>(n)]) continue;
+      int& c = cast_of[static_cast<std::size_t>(src)];
+      if (c < 0) {
+        // The cast sits where its value was made: `enc.0.attn.w_q.bf16` for a weight.
+        const Node& in = old[static_cast<std::size_t>(src)];
+        Node cn;
+        cn.op = code(OpId::cast);
+        cn.dtype = to;
+        cn.nin = 1;
+        cn.in[0] = nd.in[k];
+        cn.shape = in.shape;
+        cn.scope = in.leaf.empty() ? in.scope : b.child_scope(in.scope, in.leaf, -1);
+        cn.leaf = "bf16";
+        b.nodes.push_back(cn);
+        c = b.size() - 1;
+      }
+      nd.in[k] = c;
+    }
+    if (nd.grad_of >= 0) nd.grad_of = remap[static_cast<std::size_t>(nd.grad_of)];
+    b.nodes.push_back(nd);
+    remap[static_cast<std::size_t>(n)] = b.size() - 1;
+  }
+  for (OutputEntry& o : b.outputs) {
+    o.node = remap[static_cast<std::size_t>(o.node)];
+    if (o.grad_of >= 0) o.grad_of = remap[static_cast<std::size_t>(o.grad_of)];
+  }
+  if (b.result >= 0) b.result = remap[static_cast<std::size_t>(b.result)];
+  return count;
+}
+
+namespace detail {
+template <const auto& G, DType To, fixed_string... Scopes>
+constexpr Builder build_autocast() {
+  Builder b = builder_from(G.view());
+  const std::string_view scopes[sizeof...(Scopes) + 1] = {Scopes.view()..., {}};
+  if (autocast_matmuls(b, To, std::span<const std::string_view>(scopes, sizeof...(Scopes))) == 0)
+    throw GraphError("stag::autocast: no f32 matmul to cast (in the scopes given)");
+  return b;
+}
+}  // namespace detail
+
+// Model G with its matmuls (those under `Scopes`, or all) in bf16; see the top of this file.
+template <const auto& G, DType To = DType::bf16, fixed_string... Scopes>
+consteval auto autocast() {
+  constexpr GraphSizes z = detail::build_autocast<G, To, Scopes...>().sizes();
+  return detail::build_autocast<G, To, Scopes...>().template freeze<z>();
+}
+
+}  // namespace stag

@@ -1,0 +1,232 @@
+// The autocast pass (autodiff/autocast.hpp): which nodes it casts, at compile time (one cast
+// per value however many matmuls read it, scopes, parameters and gradients left f32); bf16
+// matmuls on oneDNN against the reference evaluator, forward and backward; bf16 gradients
+// against the f32 model's; and a classifier trained in f32 and in bf16 from the same start.
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "harness.hpp"
+
+namespace {
+using namespace stag;
+constexpr auto batch = sym<"batch">;
+constexpr auto seq = sym<"seq">;
+
+// x -> enc.l1 (bias, relu) -> dec.l2 -> two products with one weight, inside scope `dec`.
+constexpr auto mlp = model([](Builder& g) {
+  auto x = input<"x", Shape<batch, seq, 12>>(g);
+  auto h = relu(linear<24>(g / "enc" / "l1", x));
+  auto y = linear<12>(g / "dec" / "l2", h);
+  auto tied = param<Shape<12, 12>>(g / "dec", "tied");
+  const auto guard = (g / "dec").enter();
+  auto z = matmul(y, tied) + matmul_nt(y, tied);  // y and the weight read twice, cast once
+  return mean<0, 1, 2>(z * z).named("loss");
+});
+constexpr auto mlp16 = autocast<mlp>();
+constexpr auto dec16 = autocast<mlp, bf16, "dec">();
+constexpr auto enc16 = autocast<mlp, bf16, "enc">();
+constexpr auto train32 = grad<mlp, "x">();
+constexpr auto train16 = grad<mlp16, "x">();
+
+// Every matmul of `g` has operands of dtype `in` and an f32 product; returns how many.
+constexpr int matmuls_reading(const GraphView& g, DType in) {
+  int n = 0;
+  for (int i = 0; i < g.size(); ++i) {
+    const Node& nd = g.node(i);
+    if (nd.op != op::matmul || nd.flags & kFlagBackward) continue;
+    if (g.node(nd.in[0]).dtype == in && g.node(nd.in[1]).dtype == in && nd.dtype == f32) ++n;
+  }
+  return n;
+}
+
+static_assert(mlp.count(op::cast) == 0 && mlp.count(op::matmul) == 4);
+// x, l1.weight, relu(h), l2.weight, y and tied: six values, each cast once.
+static_assert(mlp16.count(op::cast) == 6);
+static_assert(matmuls_reading(mlp16, bf16) == 4);
+static_assert(mlp16.find("dec.tied.bf16") >= 0 && mlp16.find("enc.l1.weight.bf16") >= 0);
+// Under `dec`: l2 and the two tied products (h, l2.weight, y, tied); under `enc`: l1 only.
+static_assert(dec16.count(op::cast) == 4 && matmuls_reading(dec16, bf16) == 3);
+static_assert(enc16.count(op::cast) == 2 && matmuls_reading(enc16, bf16) == 1);
+static_assert(matmuls_reading(enc16, f32) == 3);
+// Parameters and their gradients stay f32; the loss too.
+static_assert(train16.view().node(train16.find("dec.tied")).dtype == f32);
+static_assert(train16.view().node(train16.output("grad/dec.tied")).dtype == f32);
+static_assert(train16.view().node(train16.output("grad/x")).dtype == f32);
+static_assert(train16.view().node(train16.result).dtype == f32);
+// The backward matmuls read bf16 too (the incoming gradient, cast once per forward matmul)
+// and give f32 gradients; no gradient is cast back from bf16.
+static_assert(train16.count(op::matmul) == train32.count(op::matmul));
+static_assert(matmuls_reading(train16, bf16) == 4);  // forward ones: backward are not counted
+constexpr int backward_casts(const GraphView& g, DType to) {
+  int n = 0;
+  for (int i = 0; i < g.size(); ++i)
+    if (g.node(i).op == op::cast && (g.node(i).flags & kFlagBackward) && g.node(i).dtype == to) ++n;
+  return n;
+}
+static_assert(backward_casts(train16, bf16) == 4 && backward_casts(train16, f32) == 0);
+
+NamedArrays mlp_inputs() {
+  return {{"x", th::random_array(f32, {3, 5, 12}, 11)}};
+}
+
+// max |got - want| over max |want|.
+double relative_error(const Array& got, const Array& want) {
+  REQUIRE(got.dims() == want.dims());
+  const std::vector<double> g = got.to_doubles(), w = want.to_doubles();
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    diff = std::max(diff, std::abs(g[i] - w[i]));
+    scale = std::max(scale, std::abs(w[i]));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+const char* const kGrads[] = {"grad/x",           "grad/enc.l1.weight",
+                              "grad/enc.l1.bias", "grad/dec.l2.weight",
+                              "grad/dec.l2.bias", "grad/dec.tied"};
+
+TEST_CASE("bf16 matmuls on oneDNN equal the reference evaluator's", "[autocast]") {
+  Session s(train16, {.threads = 2, .seed = 4});
+  s.set_inputs(mlp_inputs());
+  s.run();
+  // Every matmul and cast runs on oneDNN (lines: name, op, kernel).
+  std::istringstream lines(s.describe_kernels());
+  int matmuls = 0;
+  for (std::string line; std::getline(lines, line);) {
+    INFO(line);
+    if (line.find("  matmul  ") != std::string::npos) {
+      ++matmuls;
+      CHECK(line.find("onednn matmul") != std::string::npos);
+    }
+    if (line.find("  cast  ") != std::string::npos)
+      CHECK(line.find("onednn reorder") != std::string::npos);
+  }
+  CHECK(matmuls == train16.count(op::matmul));
+  const Evaluation e = evaluate_reference(train16, mlp_inputs(), s.params());
+  // Both multiply the same bf16 values exactly; oneDNN sums in f32, the reference in double, so
+  // a value cast to bf16 after a product (relu(h), y, an incoming gradient) may round to the
+  // other neighbour: one bf16 step, 2^-7 relative at most, in what depends on it.
+  CHECK(std::abs(s.result() - e.result().at(0)) <= 1e-5 * std::abs(e.result().at(0)));
+  for (const char* gname : kGrads) {
+    INFO(gname);
+    CHECK(s.get(gname).dtype() == f32);
+    CHECK(relative_error(s.get(gname), e[gname]) <= std::ldexp(1.0, -7));
+  }
+}
+
+TEST_CASE("bf16 gradients follow the f32 model's", "[autocast]") {
+  // The same parameters in both graphs; the f32 gradients are checked against central
+  // differences in test_autodiff.cpp. Operands and gradients rounded to 8 bits each: a few
+  // bf16 steps (2^-8 relative) compound through three layers.
+  Session s32(train32, {.threads = 2, .seed = 4});
+  s32.set_inputs(mlp_inputs());
+  s32.run();
+  Session s16(train16, {.threads = 2, .seed = 4});
+  s16.set_params(s32.params());
+  s16.set_inputs(mlp_inputs());
+  s16.run();
+  CHECK(std::abs(s16.result() - s32.result()) <= 0.02 * std::abs(s32.result()));
+  for (const char* gname : kGrads) {
+    INFO(gname);
+    const double err = relative_error(s16.get(gname), s32.get(gname));
+    CHECK(err <= 0.03);
+    CHECK(err > 0);  // it did run in bf16
+  }
+}
+
+// Batched products with broadcast batch dims (attention's shapes, unfused): the VJP's general
+// branch, whose f32 products are summed over the broadcast dims.
+constexpr auto batched = model([](Builder& g) {
+  auto p = input<"p", Shape<1, 3, seq, 4>>(g);
+  auto r = input<"r", Shape<batch, 1, 4, seq>>(g);
+  auto q = input<"q", Shape<batch, 3, seq, 4>>(g);
+  auto s = matmul(p, r) + matmul_nt(q, p);  // both [batch, 3, seq, seq]
+  return sum<0, 1, 2, 3>(s * s).named("loss");
+});
+constexpr auto batched16 = autocast<batched>();
+constexpr auto batched_train16 = grad<batched16, "p", "r", "q">();
+constexpr auto batched_train32 = grad<batched, "p", "r", "q">();
+static_assert(batched16.count(op::cast) == 3);  // p is read twice, cast once
+
+TEST_CASE("bf16 batched matmuls with broadcast batch dims, forward and backward", "[autocast]") {
+  const NamedArrays in{{"p", th::random_array(f32, {1, 3, 6, 4}, 21)},
+                       {"r", th::random_array(f32, {2, 1, 4, 6}, 22)},
+                       {"q", th::random_array(f32, {2, 3, 6, 4}, 23)}};
+  Session s16(batched_train16, {.threads = 2});
+  s16.set_inputs(in);
+  s16.run();
+  const Evaluation e = evaluate_reference(batched_train16, in, {});
+  Session s32(batched_train32, {.threads = 2});
+  s32.set_inputs(in);
+  s32.run();
+  CHECK(std::abs(s16.result() - e.result().at(0)) <= 1e-5 * std::abs(e.result().at(0)));
+  for (const char* gname : {"grad/p", "grad/r", "grad/q"}) {
+    INFO(gname);
+    CHECK(s16.get(gname).dtype() == f32);
+    CHECK(s16.get(gname).dims() == s32.get(gname).dims());
+    CHECK(relative_error(s16.get(gname), e[gname]) <= std::ldexp(1.0, -7));
+    const double err = relative_error(s16.get(gname), s32.get(gname));
+    CHECK(err <= 0.03);
+    CHECK(err > 0);
+  }
+}
+
+// A classifier learns "are most tokens in the lower half of the vocabulary"; f32 and bf16
+// runs start from the same parameters and see the same batches.
+constexpr ClassifierConfig kSmall{.vocab = 64,
+                                  .max_len = 16,
+                                  .d_model = 32,
+                                  .heads = 2,
+                                  .d_ff = 64,
+                                  .layers = 1,
+                                  .classes = 2,
+                                  .dropout = 0.0};
+constexpr auto small = model([](Builder& g) { return classifier<kSmall>(g); });
+constexpr auto small16 = autocast<small>();
+constexpr auto step32 = train_step<small, AdamW{.weight_decay = 0.0}>();
+constexpr auto step16 = train_step<small16, AdamW{.weight_decay = 0.0}>();
+
+NamedArrays batch_of(int t) {
+  constexpr std::int64_t b = 32, len = 12;
+  NamedArrays in{{"ids", th::random_array(i32, {b, len}, 100 + t, 0, 64)},
+                 {"keep", Array(DType::boolean, {b, len})},
+                 {"label", Array(DType::i32, {b})}};
+  for (std::int64_t i = 0; i < b * len; ++i) in["keep"].set(i, 1);
+  for (std::int64_t i = 0; i < b; ++i) {
+    int low = 0;
+    for (std::int64_t j = 0; j < len; ++j) low += in["ids"].at(i * len + j) < 32 ? 1 : 0;
+    in["label"].set(i, 2 * low > len ? 1 : 0);
+  }
+  return in;
+}
+
+std::vector<double> curve(const GraphView& g, const NamedArrays& start) {
+  Session s(g, {.threads = 2, .seed = 9});
+  s.set_params(start);
+  std::vector<double> losses;
+  for (int t = 1; t <= 60; ++t) {
+    NamedArrays in = batch_of(t);
+    in["lr"] = Array::from<float>({}, {3e-3f});
+    in["step"] = Array::from<float>({}, {static_cast<float>(t)});
+    s.set_inputs(in);
+    s.run({.training = true, .step = static_cast<std::uint64_t>(t)});
+    losses.push_back(s.result());
+  }
+  return losses;
+}
+
+TEST_CASE("a classifier trains to the same loss curve in bf16 as in f32", "[autocast]") {
+  const NamedArrays start = make_params(small, {}, 5);
+  const std::vector<double> a = curve(step32, start), b = curve(step16, start);
+  double worst = 0;
+  for (std::size_t t = 0; t < a.size(); ++t) worst = std::max(worst, std::abs(a[t] - b[t]));
+  INFO("f32 " << a.front() << " -> " << a.back() << ", bf16 " << b.front() << " -> " << b.back()
+              << ", largest step difference " << worst);
+  CHECK(a.back() < 0.5 * a.front());  // it learns
+  CHECK(b.back() < 0.5 * b.front());
+  CHECK(worst <= 0.05);  // nats, at any of the 60 steps
+  CHECK(a != b);         // and it ran in bf16
+}
+
+}  // namespace
