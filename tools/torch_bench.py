@@ -10,7 +10,9 @@ nn.Transformer (tf), whose eval-mode fast path (torch._transformer_encoder_layer
 with its padding mask nested tensors) runs under torch.inference_mode(). The modules variant's
 metrics are named `torch.<config>_modules.<metric>`. gpt has no modules variant: PyTorch 1.13 has
 no RoPE, RMSNorm or SwiGLU modules (it prints `torch.gpt_modules: n/a (...)`). Both variants use
-stag's initialisation (init_like_stag). --check-variants copies the hand models' weights into the
+stag's initialisation (init_like_stag). A third, `bf16`, is the hand-written model under
+torch.autocast("cpu", dtype=torch.bfloat16) (`torch.<config>_bf16.<metric>`), the counterpart of
+stag's *_bf16 configs (stag::autocast). --check-variants copies the hand models' weights into the
 modules ones and prints the differences of their eval-mode losses (and gradients), and which
 fast-path operators ran under inference_mode. The optimiser is AdamW's multi-tensor (foreach)
 implementation unless --foreach 0.
@@ -25,12 +27,13 @@ times the same --steps after 3, 10 and 30 warm-up steps, each in its own process
 `torch.<config>.warmup_<n>.train_step_ms` (or infer_ms).
 
 Run with Debian's python3 (torch 1.13): /usr/bin/python3 tools/torch_bench.py --threads 2.
-Without --config (or with --config all) it runs every config, mode and variant (hand, then
-modules) in its own process (peak RSS per process), with OMP_NUM_THREADS, OPENBLAS_NUM_THREADS and
+Without --config (or with --config all) it runs every config, mode and variant (hand, modules,
+bf16) in its own process (peak RSS per process), with OMP_NUM_THREADS, OPENBLAS_NUM_THREADS and
 torch.set_num_threads all equal to --threads, and OpenBLAS (OpenMP build) preloaded as the BLAS:
 Debian's default may be the reference BLAS. --variant all does the same for one --config.
 """
 import argparse
+import contextlib
 import math
 import os
 import resource
@@ -41,7 +44,7 @@ import time
 
 OPENBLAS = "/usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3"
 CONFIGS = ["peak", "cls", "tf", "gpt"]
-VARIANTS = ["hand", "modules"]
+VARIANTS = ["hand", "modules", "bf16"]
 WARMUP_STUDY = [3, 10, 30]
 GPT_MODULES_NA = ("torch.gpt_modules: n/a (PyTorch 1.13 has no RoPE, RMSNorm or SwiGLU modules, so no "
                   "faithful nn-module variant of the gpt model exists)")
@@ -333,7 +336,11 @@ def build_models():
             ("cls", "modules"): lambda: (init_like_stag(ModulesClassifier()), cls_inputs()),
             ("tf", "hand"): lambda: (init_like_stag(Transformer()), tf_inputs()),
             ("tf", "modules"): lambda: (init_like_stag(ModulesTransformer()), tf_inputs()),
-            ("gpt", "hand"): lambda: (init_like_stag(LanguageModel()), gpt_inputs())}
+            ("gpt", "hand"): lambda: (init_like_stag(LanguageModel()), gpt_inputs()),
+            # bf16: the hand-written models under torch.autocast("cpu", torch.bfloat16) (run_one)
+            ("cls", "bf16"): lambda: (init_like_stag(Classifier()), cls_inputs()),
+            ("tf", "bf16"): lambda: (init_like_stag(Transformer()), tf_inputs()),
+            ("gpt", "bf16"): lambda: (init_like_stag(LanguageModel()), gpt_inputs())}
 
 
 def variant_pairs(config, hand, mod):
@@ -415,6 +422,10 @@ def run_one(config, mode, variant, args):
         return
     name = metric_config(config, variant)
     model, inputs = build_models()[config, variant]()
+    # The bf16 variant: PyTorch's CPU autocast (matmuls in bf16, f32 master weights), as stag's
+    # *_bf16 configs; the other variants run f32.
+    autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if variant == "bf16" \
+        else contextlib.nullcontext
     if mode == "train":
         model.train()
         decay = [p for p in model.parameters() if p.dim() >= 2]  # as stag: not biases, not gains
@@ -425,7 +436,8 @@ def run_one(config, mode, variant, args):
 
         def step(i):
             opt.zero_grad(set_to_none=True)
-            loss = model(*inputs)
+            with autocast():
+                loss = model(*inputs)
             loss.backward()
             opt.step()
             loss_box[0] = loss.item()
@@ -449,7 +461,7 @@ def run_one(config, mode, variant, args):
         loss_box = [0.0]
 
         def forward(i):
-            with torch.inference_mode():
+            with torch.inference_mode(), autocast():
                 loss_box[0] = model(*inputs)
 
         ms, cpu = time_steps(forward, args.warmup, args.steps)
