@@ -133,8 +133,8 @@ constexpr int append_backward(Builder& b, std::span<const std::string_view> wrt_
       if (acc < 0) {
         acc = gk.id;
       } else if (gk.dtype() == DType::bf16) {
-        // A bf16 value read twice (an autocast operand): its gradients add up in f32; the
-        // cast's VJP then has nothing to widen.
+        // A bf16 value read by several ops (two casts to f32, say): its bf16 gradients add
+        // up in f32, which every VJP of a bf16 value accepts.
         acc = add(cast(Ref{&b, acc}, DType::f32), cast(gk, DType::f32)).id;
       } else {
         acc = add(Ref{&b, acc}, gk).id;  // fan-out: gradients add up
