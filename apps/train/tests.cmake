@@ -57,8 +57,19 @@ set_tests_properties(stag_train.seq2seq_missing_file PROPERTIES
   PASS_REGULAR_EXPRESSION "the text-pair file: file not found: .*no-such.tsv\n")
 add_test(NAME stag_train.bad_flag COMMAND stag-train --lr-schedule wavy)
 set_tests_properties(stag_train.bad_flag PROPERTIES PASS_REGULAR_EXPRESSION "--lr-schedule: 'wavy' is not one of")
+# --precision bf16 (stag::autocast): the LM with gradient accumulation (grad<> and update<> of
+# the autocast graph), and a preset it is not compiled for.
+add_test(NAME stag_train.lm_bf16 COMMAND stag-train lm ${quick} --precision bf16 --limit 300 --max-steps 6
+         --batch-size 4 --max-len 32 --eval-limit 16 --eval-every 3 --accumulation 2 --test-limit 64
+         --out ${smoke}/lm_bf16)
+set_tests_properties(stag_train.lm_bf16 PROPERTIES PASS_REGULAR_EXPRESSION "val_bpc: .*unigram_bpc: ")
+add_test(NAME stag_train.bf16_preset COMMAND stag-train classify --precision bf16 --model base
+         --out ${smoke}/bf16_preset)
+set_tests_properties(stag_train.bf16_preset PROPERTIES
+  PASS_REGULAR_EXPRESSION "--precision bf16 is compiled for classify's 'pre', lm's 'small' and g2p's 'small' presets only, not for 'base'")
 set_tests_properties(stag_train.classify stag_train.classify_resume stag_train.classify_eval_only stag_train.lm
-  stag_train.g2p stag_train.seq2seq stag_train.seq2seq_missing_file stag_train.bad_flag PROPERTIES LABELS unit ENVIRONMENT "OMP_WAIT_POLICY=passive" SKIP_RETURN_CODE 77)
+  stag_train.g2p stag_train.seq2seq stag_train.seq2seq_missing_file stag_train.bad_flag stag_train.lm_bf16
+  stag_train.bf16_preset PROPERTIES LABELS unit ENVIRONMENT "OMP_WAIT_POLICY=passive" SKIP_RETURN_CODE 77)
 
 # Masked-LM pretraining on the fortunes, then the classifier from it; a second run starts from
 # that checkpoint (--init-from); a preset that differs is refused by name.
