@@ -1,5 +1,7 @@
 // Reference kernel of matmul: a triple loop per batch element, accumulating in double.
 // (bf16 operands: the same loop, read and written through kernel::load / store.)
+#include <utility>
+
 #include <stag/ops/kernel.hpp>
 #include <stag/ops/matmul/matmul.hpp>
 
@@ -23,15 +25,20 @@ void OpDef<OpId::matmul>::reference(const KernelArgs& args) {
   const std::int64_t batches = cb.numel();
   const std::int64_t a_rs = ta ? 1 : K, a_ks = ta ? M : 1;  // a[m, k] in its last two dims
   const std::int64_t b_ks = tb ? 1 : N, b_cs = tb ? K : 1;  // b[k, n]
+  // The element offsets of batch element bi's matrices in a and b.
+  const auto batch_offsets = [&](std::int64_t bi) {
+    std::int64_t oa = 0, ob = 0, rem = bi;
+    for (int d = cb.rank - 1; d >= 0; --d) {
+      const std::int64_t i = rem % cb.dims[d];
+      rem /= cb.dims[d];
+      oa += i * sa[d];
+      ob += i * sb[d];
+    }
+    return std::pair{oa, ob};
+  };
   if (a.dtype == DType::bf16) {  // bf16 operands, f32 or bf16 product: rounded once at the end
     for (std::int64_t bi = 0; bi < batches; ++bi) {
-      std::int64_t oa = 0, ob = 0, rem = bi;
-      for (int d = cb.rank - 1; d >= 0; --d) {
-        const std::int64_t i = rem % cb.dims[d];
-        rem /= cb.dims[d];
-        oa += i * sa[d];
-        ob += i * sb[d];
-      }
+      const auto [oa, ob] = batch_offsets(bi);
       for (std::int64_t m = 0; m < M; ++m)
         for (std::int64_t n = 0; n < N; ++n) {
           double acc = 0;
@@ -49,13 +56,7 @@ void OpDef<OpId::matmul>::reference(const KernelArgs& args) {
     const T* B = b.as<const T>();
     T* C = c.as<T>();
     for (std::int64_t bi = 0; bi < batches; ++bi) {
-      std::int64_t oa = 0, ob = 0, rem = bi;
-      for (int d = cb.rank - 1; d >= 0; --d) {
-        const std::int64_t i = rem % cb.dims[d];
-        rem /= cb.dims[d];
-        oa += i * sa[d];
-        ob += i * sb[d];
-      }
+      const auto [oa, ob] = batch_offsets(bi);
       const T* Ab = A + oa;  // contiguous matrices: batch strides are in elements
       const T* Bb = B + ob;
       T* Cb = C + bi * M * N;
