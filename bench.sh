@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The benchmark of issue 4 §6: builds (Release) and times stag's cls, tf and gpt models and a
-# plain oneDNN 2048^3 matmul, then the same models hand-written in PyTorch (tools/torch_bench.py)
-# at the same shapes and thread count, config by config in one run, and prints one line per
-# figure (`bench.<config>.<metric>: <value> <unit>`, `torch.` for PyTorch) and the ratios.
+# The benchmark of issues 4 §6 and 19 §5: builds (Release) and times stag's cls, tf and gpt models
+# in f32 and under stag::autocast (bf16 matmuls, configs <c>_bf16) and a plain oneDNN 2048^3
+# matmul (f32 and bf16), then the same models in PyTorch (tools/torch_bench.py: hand-written, on
+# nn.Transformer* modules, and under PyTorch's bf16 autocast) at the same shapes and thread count,
+# config by config in one run, and prints one line per figure (`bench.<config>.<metric>: <value>
+# <unit>`, `torch.` for PyTorch) and the ratios, each against the fastest PyTorch variant.
 #   ./bench.sh [--threads N] [--steps N] [--rounds N] [--schedules] [--no-torch]
 #   ./bench.sh --attn [--threads N] [--attn-steps N] [--attn-lengths 512,1024,...]
 #   ./bench.sh --generate [--threads N] [--gen-lengths 128,1024,4096] [--gen-batches 1,16]
