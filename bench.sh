@@ -48,7 +48,7 @@ while [ $# -gt 0 ]; do
     --generate) generate=1; shift ;;
     --gen-lengths) gen_lengths=$2; shift 2 ;;
     --gen-batches) gen_batches=$2; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0" | cut -c3-; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0" | cut -c3-; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
