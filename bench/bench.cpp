@@ -338,7 +338,7 @@ int main(int argc, char** argv) try {
       throw Error("stag-bench: --mode must be both, train or infer");
     return 0;
   }
-  throw Error("stag-bench: unknown --config '" + o.config + "' (all, peak, cls, tf, gpt)");
+  throw Error("stag-bench: unknown --config '" + o.config + "' (all, peak, cls, tf, gpt, *_bf16)");
 } catch (const std::exception& e) {
   std::fprintf(stderr, "%s\n", e.what());
   return 1;

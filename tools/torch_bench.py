@@ -178,6 +178,12 @@ def build_models():
         angle = pos * torch.exp(torch.arange(0, d, 2, dtype=torch.float32) * (-math.log(10000.0) / d))
         return torch.stack([angle.sin(), angle.cos()], -1).view(length, d)
 
+    def embed_pair(m, src, tgt_in):
+        # Both Transformer variants: scaled token embeddings plus sinusoidal positions, dropout.
+        drop = lambda z: F.dropout(z, m.p, m.training)
+        x = drop(m.src_embed(src) * math.sqrt(m.d) + sinusoidal(src.shape[1], m.d))
+        return x, drop(m.tgt_embed(tgt_in) * math.sqrt(m.d) + sinusoidal(tgt_in.shape[1], m.d))
+
     class Transformer(nn.Module):
         def __init__(self, src_vocab=1000, tgt_vocab=1000, d=512, h=8, f=2048, n_enc=6, n_dec=6, p=0.1):
             super().__init__()
@@ -189,10 +195,8 @@ def build_models():
             self.generator = nn.Linear(d, tgt_vocab)
 
         def forward(self, src, src_keep, tgt_in, tgt_keep, tgt_out):
-            s, t = src.shape[1], tgt_in.shape[1]
-            drop = lambda z: F.dropout(z, self.p, self.training)
-            x = drop(self.src_embed(src) * math.sqrt(self.d) + sinusoidal(s, self.d))
-            y = drop(self.tgt_embed(tgt_in) * math.sqrt(self.d) + sinusoidal(t, self.d))
+            x, y = embed_pair(self, src, tgt_in)
+            t = tgt_in.shape[1]
             enc_keep = src_keep.unsqueeze(1)  # [B, 1, S]
             for layer in self.encoder:
                 x = layer(x, enc_keep)
@@ -285,10 +289,8 @@ def build_models():
             self.generator = nn.Linear(d, tgt_vocab)
 
         def forward(self, src, src_keep, tgt_in, tgt_keep, tgt_out):
-            s, t = src.shape[1], tgt_in.shape[1]
-            drop = lambda z: F.dropout(z, self.p, self.training)
-            x = drop(self.src_embed(src) * math.sqrt(self.d) + sinusoidal(s, self.d))
-            y = drop(self.tgt_embed(tgt_in) * math.sqrt(self.d) + sinusoidal(t, self.d))
+            x, y = embed_pair(self, src, tgt_in)
+            t = tgt_in.shape[1]
             src_pad = ~src_keep  # True: padding, not attended
             causal = ~torch.ones(t, t, dtype=torch.bool).tril()  # True: a later position, not attended
             y = self.transformer(x, y, tgt_mask=causal, src_key_padding_mask=src_pad,
