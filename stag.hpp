@@ -8,6 +8,8 @@
 // Runtime.
 #include <stag/runtime/array.hpp>
 #include <stag/runtime/bind.hpp>
+#include <stag/runtime/dist/communicator.hpp>
+#include <stag/runtime/dist/gradient_sync.hpp>
 #include <stag/runtime/gradcheck.hpp>
 #include <stag/runtime/params.hpp>
 #include <stag/runtime/reference.hpp>

@@ -30,10 +30,11 @@ struct Options {
   int threads = 2;             // TBB arena and own kernels
   int omp = 0;                 // OpenMP threads (oneDNN); 0: the same as threads
   Schedule schedule = Schedule::sequential;
-  int steps = 15;     // timed steps (the median is reported)
-  int warmup = 3;     // untimed steps first (the first one also plans)
-  std::string label;  // with a label, metrics are named <config>.schedule.<label>.<metric>
-  int profile = 0;    // > 0: time every node and print the slowest `profile` ones
+  int steps = 15;          // timed steps (the median is reported)
+  int warmup = 3;          // untimed steps first (the first one also plans)
+  std::string label;       // with a label, metrics are named <config>.schedule.<label>.<metric>
+  int profile = 0;         // > 0: time every node and print the slowest `profile` ones
+  double bucket_mib = 25;  // data parallelism: gradient bucket size
 };
 
 double now_ms() {
@@ -144,17 +145,41 @@ Timing time_steps(const Options& o, const std::function<void(int)>& step) {
 }
 
 void run_train(const Options& o, const std::string& config, const bench::BenchModel& m) {
-  Session s(m.train, session_options(o));
+  // Launched by mpirun: each rank takes its rows of the batch, and the gradients are summed
+  // across the ranks inside the step (docs/distributed.md).
+  Communicator& world = Communicator::world();
+  SessionOptions so = session_options(o);
+  std::shared_ptr<AllReduceSync> sync;
+  if (world.distributed()) {
+    sync =
+        std::make_shared<AllReduceSync>(world, static_cast<std::size_t>(o.bucket_mib * (1 << 20)));
+    sync->set_share(1.0f / static_cast<float>(world.size()));
+    so.gradient_sync = sync;
+  }
+  Session s(m.train, so);
   Array lr(DType::f32, {}), step(DType::f32, {});
   lr.set(0, 1e-4);
-  s.set_inputs(m.inputs);
+  s.set_inputs(shard_batch(Batch{m.inputs}, world.rank(), world.size()).inputs);
   s.set_input("lr", lr);
+  std::vector<double> comm_ms, waited_ms;
   const Timing t = time_steps(o, [&](int i) {
     step.set(0, i + 1);
     s.set_input("step", step);
+    const CommTotals c0 = world.totals();
     s.run({.training = true, .step = static_cast<std::uint64_t>(i)});
+    const CommTotals c1 = world.totals();
+    if (i >= o.warmup) {
+      comm_ms.push_back(1e3 * (c1.seconds - c0.seconds));
+      waited_ms.push_back(1e3 * (c1.waited - c0.waited));
+    }
   });
   const double ms = t.ms;
+  if (world.distributed()) {
+    print(o, config, "ranks", world.size(), "");
+    print(o, config, "bucket_mib", o.bucket_mib, "MiB");
+    print(o, config, "train_comm_ms", median(comm_ms), "ms");
+    print(o, config, "train_comm_exposed_ms", median(waited_ms), "ms");
+  }
   const double flops = matmul_flops(m.train, s.plan());
   print(o, config, "train_step_ms", ms, "ms");
   print(o, config, "train_cpu_ms", t.cpu_ms, "ms");
@@ -167,6 +192,23 @@ void run_train(const Options& o, const std::string& config, const bench::BenchMo
   print(o, config, "rss_peak_mib", rss_peak_mib(), "MiB");
   print(o, config, "loss", s.result(), "nats");
   if (o.profile > 0) print_profile(o, m.train, s);
+}
+
+// All-reduce of f32 buffers from 4 KiB to 64 MiB: median time, and the bus bandwidth of a ring
+// (2 (N-1)/N bytes through each rank's link), as NCCL's tests report it.
+void run_allreduce(const Options& o) {
+  Communicator& world = Communicator::world();
+  const double n = world.size();
+  print(o, "allreduce", "ranks", n, "");
+  for (std::size_t bytes = 4096; bytes <= (std::size_t{64} << 20); bytes *= 4) {
+    std::vector<float> buf(bytes / sizeof(float), 1.0f);
+    const Timing t = time_steps(o, [&](int) { world.allreduce_sum(buf.data(), buf.size()); });
+    const std::string size = bytes >= (1 << 20) ? std::to_string(bytes >> 20) + "MiB"
+                                                : std::to_string(bytes >> 10) + "KiB";
+    print(o, "allreduce", size + "_us", 1e3 * t.ms, "us");
+    print(o, "allreduce", size + "_busbw",
+          2 * (n - 1) / n * static_cast<double>(bytes) / (t.ms / 1e3) / 1e9, "GB/s");
+  }
 }
 
 void run_infer(const Options& o, const std::string& config, const bench::BenchModel& m) {
@@ -232,6 +274,10 @@ constexpr const char* kUsage = R"(usage: stag-bench [options]
   --steps N, --warmup N          timed steps (median reported) and untimed ones before
   --label L                      name figures <config>.schedule.<L>.<metric>
   --profile N                    time every node and print the N slowest
+  --bucket-mib M                 data parallelism, under mpirun with one --config and --mode
+                                 train: each rank takes its rows of the batch and gradients are
+                                 all-reduced in buckets of M MiB (default 25)
+  --config allreduce             under mpirun: all-reduce latency and bandwidth by size
 )";
 
 Options parse(int argc, char** argv, std::vector<std::string>& passthrough) {
@@ -267,6 +313,8 @@ Options parse(int argc, char** argv, std::vector<std::string>& passthrough) {
       o.label = value();
     else if (a == "--profile")
       o.profile = std::atoi(value().c_str());
+    else if (a == "--bucket-mib")
+      o.bucket_mib = std::atof(value().c_str());
     else
       throw Error("stag-bench: unknown argument '" + a + "' (try --help)");
     if (a != "--config" && a != "--mode") {
@@ -274,8 +322,8 @@ Options parse(int argc, char** argv, std::vector<std::string>& passthrough) {
       passthrough.push_back(argv[i]);
     }
   }
-  const std::vector<std::string> configs = {"all", "peak",     "cls",     "tf",
-                                            "gpt", "cls_bf16", "tf_bf16", "gpt_bf16"},
+  const std::vector<std::string> configs = {"all",      "peak",    "cls",      "tf",       "gpt",
+                                            "cls_bf16", "tf_bf16", "gpt_bf16", "allreduce"},
                                  modes = {"both", "train", "infer"};
   if (std::find(configs.begin(), configs.end(), o.config) == configs.end())
     throw Error("stag-bench: unknown --config '" + o.config +
@@ -303,6 +351,18 @@ int main(int argc, char** argv) try {
     execv("/proc/self/exe", argv);
     std::perror("stag-bench: execv");
     return 1;
+  }
+  if (Communicator::world().distributed()) {
+    if (Communicator::world().rank() != 0 && std::freopen("/dev/null", "w", stdout) == nullptr)
+      return 1;
+    if (o.config == "allreduce") {
+      run_allreduce(o);
+      return 0;
+    }
+    if (o.config == "all" || o.mode != "train")
+      throw Error(
+          "stag-bench: under mpirun, time one --config with --mode train (each rank "
+          "would start its own child processes otherwise)");
   }
   if (o.config == "all" || o.mode == "both") {
     std::vector<std::string> configs;

@@ -60,7 +60,20 @@ struct RunState {
   std::uint64_t seed = 0;
   std::uint64_t step = 0;
   bool training = false;
+  // Data parallelism: this step's `rows` batch rows are rows row_offset... of the global batch,
+  // so that dropout draws, for each element, the mask bit of that element's global index (the
+  // same masks on any number of ranks). 0: the batch is the whole one.
+  std::int64_t row_offset = 0;
+  std::int64_t rows = 0;
 };
+
+// The global flat index of element 0 of a batch-major tensor of `numel` elements (dim 0, or
+// the leading dims flattened, are the batch rows): row_offset whole rows of the global batch
+// come before it. 0 when the tensor does not split into `rows` equal rows.
+inline std::uint64_t global_index_offset(const RunState& s, std::int64_t numel) {
+  if (s.row_offset <= 0 || s.rows <= 0 || numel % s.rows != 0) return 0;
+  return static_cast<std::uint64_t>(s.row_offset) * static_cast<std::uint64_t>(numel / s.rows);
+}
 
 struct KernelArgs {
   const GraphView& g;

@@ -1,9 +1,9 @@
 // Lowering a graph to a plan for one binding (see plan.hpp). Executing it is the CPU backend's
 // part: runtime/cpu/execute.cpp.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
-#include <cctype>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -525,7 +525,70 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
     plan->order.push_back(n);
   }
 
-  // 9. Debug poisoning lists and the TBB flow graph.
+  // 9. Synced values (data-parallel gradients): each is final once the node computing it has
+  // run, and every node that reads it waits for the other ranks' part. Index order is the
+  // execution order, so slots are numbered in the order they become final.
+  if (opts.sync != nullptr && !opts.synced.empty()) {
+    plan->sync_wait_.assign(idx(N), {});
+    plan->sync_ready_.assign(idx(N), {});
+    std::vector<std::pair<int, int>> sources;  // (computing node, output node), unique sources
+    for (int n : opts.synced) {
+      const int s = source(n);
+      const NodePlan& sp = plan->nodes[idx(s)];
+      if (sp.kind != NodePlan::Kind::compute || sp.view.dtype != DType::f32 ||
+          !sp.view.contiguous() || !kept[idx(n)])
+        throw Error("stag: " + g.name(n) +
+                    " cannot be all-reduced in the step: it is not a kept, contiguous f32 value "
+                    "that a node of the step computes");
+      if (std::none_of(sources.begin(), sources.end(), [&](auto& p) { return p.first == s; }))
+        sources.emplace_back(s, n);
+    }
+    std::sort(sources.begin(), sources.end());
+    std::vector<SyncSlot> slots;
+    std::vector<std::vector<int>> readers;
+    for (const auto& [s, n] : sources) {
+      const int slot = static_cast<int>(slots.size());
+      const NodePlan& sp = plan->nodes[idx(s)];
+      slots.push_back({n, s, N, static_cast<float*>(sp.view.data), sp.view.numel()});
+      plan->sync_ready_[idx(s)].push_back(slot);
+      readers.emplace_back();
+      // Readers by data (deps also hold memory-reuse edges under Schedule::parallel).
+      const int src = s;  // NOTE: clang 14 cannot capture a structured binding
+      auto reads = [&](int c) {
+        const Node& nd = g.node(c);
+        for (int k = 0; k < nd.nin; ++k)
+          if (source(nd.in[k]) == src) return true;
+        for (int e : extra_deps[idx(c)])
+          if (source(e) == src) return true;
+        return false;
+      };
+      for (int c : plan->order)
+        if (reads(c)) {
+          plan->sync_wait_[idx(c)].push_back(slot);
+          readers.back().push_back(c);
+          slots.back().first_reader = std::min(slots.back().first_reader, c);
+        }
+    }
+    plan->sync_ = opts.sync->make(slots);
+    if (opts.schedule == Schedule::parallel) {
+      const std::vector<int> group = plan->sync_->groups();
+      for (std::size_t k = 0; k < slots.size(); ++k)
+        for (int c : readers[k]) {
+          std::vector<int>& deps = plan->nodes[idx(c)].deps;
+          for (std::size_t j = 0; j < slots.size() && group[j] <= group[k]; ++j) {
+            if (slots[j].producer >= c)
+              throw Error("stag: internal error: gradient bucket " + std::to_string(group[k]) +
+                          " is read by " + g.name(c) + " before " + g.name(slots[j].producer) +
+                          " computes it");
+            deps.push_back(slots[j].producer);
+          }
+          std::sort(deps.begin(), deps.end());
+          deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+        }
+    }
+  }
+
+  // 10. Debug poisoning lists and the TBB flow graph.
   plan->poison_after_.assign(plan->order.size(), {});
   std::vector<int> pos(idx(N), -1);
   for (std::size_t i = 0; i < plan->order.size(); ++i)

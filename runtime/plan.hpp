@@ -19,6 +19,38 @@ enum class Schedule : std::uint8_t {
   parallel,    // a TBB flow graph runs every node whose inputs are ready
 };
 
+// Hooks around values that other processes must see before anyone reads them: the gradients of
+// a data-parallel step (runtime/dist/gradient_sync.hpp). The plan calls ready(slot) right after
+// the node computing slot's value runs, wait(slot) before any node reading it runs, begin() and
+// finish() around each step (finish: every slot is final, for the optimizer and for readers of
+// the outputs). Calls may come from several threads at once (Schedule::parallel).
+struct SyncSlot {
+  int node = -1;          // the output node
+  int producer = -1;      // the node that computes its value (through views)
+  int first_reader = -1;  // the first node of the step reading it (the graph's size: none)
+  float* data = nullptr;
+  std::int64_t numel = 0;
+};
+class StepSync {
+ public:
+  virtual ~StepSync() = default;
+  virtual void begin() = 0;
+  virtual void ready(int slot) = 0;
+  virtual void wait(int slot) = 0;
+  virtual void finish() = 0;
+  // The group (bucket) of each slot: groups are numbered in order, a group is complete when
+  // its last slot is ready, and no slot's first reader comes before its group's last producer.
+  // Under Schedule::parallel the plan makes every reader of a slot depend on the producers of
+  // its group and of the groups before it, so that wait() never blocks on a node not yet run.
+  virtual std::vector<int> groups() const = 0;
+};
+class GradientSync {
+ public:
+  virtual ~GradientSync() = default;
+  // One per plan: `slots` are in the order their values become final (producer order).
+  virtual std::unique_ptr<StepSync> make(std::vector<SyncSlot> slots) = 0;
+};
+
 struct PlanOptions {
   Schedule schedule = Schedule::sequential;
   int threads = 1;            // TBB arena size for Schedule::parallel
@@ -27,6 +59,9 @@ struct PlanOptions {
   bool profile = false;       // time every node (sequential schedule)
   bool fuse = true;           // fold bias adds, scales and activations into matmuls
   std::vector<int> keep;      // nodes whose values must survive the step (outputs, result)
+  // Values handed to `sync` as they become final (f32 outputs, kept; usually the gradients).
+  GradientSync* sync = nullptr;
+  std::vector<int> synced;
 };
 
 struct NodePlan {
@@ -75,6 +110,10 @@ class Plan {
   struct Flow;
   std::unique_ptr<Flow> flow_;
   std::vector<std::vector<int>> poison_after_;  // per order index: buffers to poison after it
+  // PlanOptions::sync: the plan's step hooks, and by node the slots to wait for before it runs
+  // and those that are final after it.
+  std::unique_ptr<StepSync> sync_;
+  std::vector<std::vector<int>> sync_wait_, sync_ready_;
 };
 
 // `external` holds parameters and optimizer state (and anything else that lives outside the

@@ -21,7 +21,7 @@ const Array& Evaluation::result() const {
 Evaluation evaluate_reference(const GraphView& g, const NamedArrays& inputs,
                               const NamedArrays& params, const EvalOptions& opts) {
   const Bindings b = bind_symbols(g, inputs, &params, opts.dims, opts.f64);
-  const RunState state{opts.seed, opts.step, opts.training};
+  const RunState state{opts.seed, opts.step, opts.training, opts.row_offset, opts.rows};
   auto promote = [&](DType t) { return opts.f64 && t == DType::f32 ? DType::f64 : t; };
   std::vector<Array> values(static_cast<std::size_t>(g.size()));
   std::vector<TensorView> in_views;

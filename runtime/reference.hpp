@@ -12,6 +12,7 @@ struct EvalOptions {
   bool training = false;   // dropout active
   std::uint64_t seed = 0;  // dropout's counter-based RNG
   std::uint64_t step = 0;
+  std::int64_t row_offset = 0, rows = 0;                    // data parallelism (RunState)
   std::map<std::string, std::int64_t, std::less<>> dims{};  // symbols no input determines
 };
 

@@ -61,6 +61,12 @@ Session::Session(const GraphView& g, SessionOptions opts) : g_(g), opts_(std::mo
   }
   if (opts_.keep_all)
     for (int n = 0; n < g_.size(); ++n) plan_opts_.keep.push_back(n);
+  if (opts_.gradient_sync) {
+    plan_opts_.sync = opts_.gradient_sync.get();
+    for (const OutputEntry& o : g_.outputs)
+      if (o.grad_of >= 0 && (g_.node(o.grad_of).flags & kFlagParam))
+        plan_opts_.synced.push_back(o.node);
+  }
   state_.seed = opts_.seed;
   num_params_ = g_.count_flag(kFlagParam | kFlagState);
   // Parameters whose dims are all static (or given) can be created right away.
@@ -159,6 +165,8 @@ void Session::run(const StepOptions& step) {
   }
   state_.training = step.training;
   state_.step = step.step;
+  state_.row_offset = step.row_offset;
+  state_.rows = step.rows;
   current_->execute(plan_opts_);
 }
 

@@ -34,11 +34,19 @@ struct SessionOptions {
   // this many the least recently used one is dropped. Data whose shapes vary widely (a
   // dim per batch) would otherwise grow memory without bound. At least 1.
   std::size_t max_plans = 64;
+  // Data-parallel training: the gradients of the parameters (outputs grad/<param>) are handed
+  // to this as they become final in each step, and every node reading one waits for it
+  // (runtime/dist/gradient_sync.hpp: bucketed all-reduce across ranks).
+  std::shared_ptr<GradientSync> gradient_sync = {};
 };
 
 struct StepOptions {
   bool training = false;   // dropout active
   std::uint64_t step = 0;  // dropout's counter (give each training step its own)
+  // Data parallelism: the inputs' `rows` rows are rows row_offset... of the global batch;
+  // dropout then draws the masks one process with the whole batch would (RunState).
+  std::int64_t row_offset = 0;
+  std::int64_t rows = 0;
 };
 
 class Session {

@@ -8,8 +8,10 @@ set -euo pipefail
 #   ocl-icd-opencl-dev  oneDNN's CMake config calls find_package(OpenCL) (libdnnl-dev only
 #                       recommends it)
 #   libexpat1-dev       the picture tests read SVG back with an XML parser
+#   libopenmpi-dev, openmpi-bin
+#                       data-parallel training across processes (mpirun) and its mpi tests
 STAG_DEBS=(cmake g++ make pkg-config libdnnl-dev ocl-icd-opencl-dev libtbb-dev libboost-dev catch2 graphviz
-           libgraphviz-dev libexpat1-dev libcli11-dev nlohmann-json3-dev)
+           libgraphviz-dev libexpat1-dev libcli11-dev nlohmann-json3-dev libopenmpi-dev openmpi-bin)
 # Optional, not installed by default: clang's libFuzzer for tools/fuzz.sh (-DSTAG_FUZZ=ON). Install
 # them with `source tools/deps.sh; stag_install_debs "${STAG_FUZZ_DEBS[@]}"`.
 STAG_FUZZ_DEBS=(clang libclang-rt-14-dev)

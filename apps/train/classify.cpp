@@ -92,6 +92,7 @@ void export_split(nlohmann::json& j, const char* name, const data::EncodedTexts&
 // path of the checkpoint holding the weights that produced them.
 void dump_logits(Trainer& t, const data::EncodedTexts& val, const data::PadOptions& pad,
                  const std::string& path, const std::string& checkpoint) {
+  if (Communicator::world().rank() != 0) return;
   std::vector<std::size_t> rows;
   for (std::size_t i = 0; i < 16 && i < val.ids.size(); ++i) rows.push_back(i);
   const data::ClassBatch b = data::make_class_batch(val, rows, pad);
@@ -263,7 +264,7 @@ struct Classify {
                   "' (its learned position table); give at most " + std::to_string(C.max_len));
     const data::PadOptions pad{.max_len = o.max_len};
 
-    if (!o.export_data.empty()) {
+    if (!o.export_data.empty() && Communicator::world().rank() == 0) {
       nlohmann::json j = {{"vocab", C.vocab}, {"max_len", pad.max_len}, {"classes", C.classes}};
       export_split(j, "train", train);
       export_split(j, "val", val);

@@ -143,6 +143,7 @@ void print_result(const std::string& name, const std::string& value) {
 
 void write_run_files(const RunContext& ctx, const GraphView& model,
                      const nlohmann::ordered_json& config) {
+  if (Communicator::world().rank() != 0) return;  // rank 0 writes the run's files
   std::ofstream(ctx.opt.out + "/config.json") << config.dump(2) << "\n";
   // The picture sits next to the checkpoint. It is a courtesy: a failure (Graphviz missing a
   // plugin, a read-only folder) is reported and the run goes on.

@@ -6,6 +6,7 @@
 //   stag-train seq2seq --data F.tsv the same model on a user's source<TAB>target pairs
 // Every run-time setting is a flag (see --help of each task); model dims are compiled presets.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include <optional>
@@ -13,11 +14,18 @@
 #include <CLI/CLI.hpp>
 
 #include <stag/runtime/cpu/omp_policy.hpp>
+#include <stag/runtime/dist/communicator.hpp>
 #include <stag/runtime/train/run_guard.hpp>
 
 #include "tasks.hpp"
 
 namespace {
+
+// Started by mpirun as one of several ranks (whether or not this build has MPI).
+bool launched_as_ranks() {
+  const char* n = std::getenv("OMPI_COMM_WORLD_SIZE");
+  return n != nullptr && std::atoi(n) > 1;
+}
 
 using namespace stag;
 using namespace stag::train_app;
@@ -72,11 +80,19 @@ int run(int argc, char** argv) {
     validate(s.opt, s.task);
     if (const std::string note = omp_wait_policy_note(); !note.empty())
       std::fprintf(stderr, "stag-train: %s\n", note.c_str());
+    // Data parallelism (mpirun -np N stag-train ...): every rank runs the same job on its part
+    // of each batch; rank 0 prints the results and writes the files.
+    const Communicator& world = Communicator::world();
+    if (world.rank() != 0 && std::getenv("STAG_ALL_RANKS_PRINT") == nullptr)
+      if (std::freopen("/dev/null", "w", stdout) == nullptr) return 1;
+    if (world.distributed() && world.rank() == 0)
+      std::fprintf(stderr, "stag-train: data-parallel, this is %s\n", world.describe().c_str());
     RunContext ctx = make_context(s.task, s.opt);
     // One run per output folder: a second one would overwrite this one's checkpoints (an
     // evaluation only reads, and atomic saves never show it half a file).
     std::optional<RunLock> lock;
-    if (!s.opt.eval_only) lock.emplace(s.opt.out, RunLockOptions{.force = s.opt.force});
+    if (!s.opt.eval_only && world.rank() == 0)
+      lock.emplace(s.opt.out, RunLockOptions{.force = s.opt.force});
     switch (s.task) {
       case Task::classify:
         return run_classify(ctx);
@@ -102,6 +118,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s%s\n", std::strncmp(msg, "stag", 4) == 0 ? "" : "stag-train: ", msg);
     // A data set that is not installed (the loaders' hint names tools/data.sh): 77, which ctest
     // reports as skipped rather than failed.
-    return std::strstr(msg, "tools/data.sh") != nullptr ? 77 : 1;
+    const int code = std::strstr(msg, "tools/data.sh") != nullptr ? 77 : 1;
+    // NOTE: one rank of several that fails must not wait in MPI_Finalize for the others (they
+    // wait in a collective this rank left): end the process now, and mpirun stops the rest.
+    if (dynamic_cast<const stag::CommError*>(&e) != nullptr || launched_as_ranks()) {
+      std::fflush(stdout);
+      std::fflush(stderr);
+      std::_Exit(code);
+    }
+    return code;
   }
 }

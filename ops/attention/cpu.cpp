@@ -116,6 +116,7 @@ void set_dropout(attn::Problem& p, const Attrs& a, const RunState& s) {
   p.dropout = s.training && drop > 0.0;
   if (!p.dropout) return;
   p.stream = random::stream(s.seed, s.step, static_cast<std::uint64_t>(a.i[2]));
+  p.index_offset = global_index_offset(s, p.B * p.Hq * p.Sq * p.Sk);
   p.threshold = random::keep_threshold(drop);
   p.drop_scale = static_cast<float>(1.0 / (1.0 - drop));
 }

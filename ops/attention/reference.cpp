@@ -147,7 +147,8 @@ void row_probs(const KernelArgs& a, const Dims& d, const bool* keep, std::int64_
   for (std::int64_t j = 0; j < d.Sk; ++j) {
     double f = 1.0;
     if (drop > 0) {
-      const auto idx = static_cast<std::uint64_t>(((b * d.Hq + h) * d.Sq + i) * d.Sk + j);
+      const auto idx = global_index_offset(a.state, d.B * d.Hq * d.Sq * d.Sk) +
+                       static_cast<std::uint64_t>(((b * d.Hq + h) * d.Sq + i) * d.Sk + j);
       f = random::uniform(a.state.seed, a.state.step, static_cast<std::uint64_t>(at.i[2]), idx) >=
                   drop
               ? 1.0 / (1.0 - drop)

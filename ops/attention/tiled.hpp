@@ -46,8 +46,9 @@ struct Problem {
   std::int64_t keep_st[4] = {};
   // Dropout of the probabilities: element ((b Hq + h) Sq + q) Sk + k is kept when
   // mix(stream ^ index) >> 11 >= threshold (ops/random.hpp, the same as the dropout op).
+  // index_offset: the global index of element 0 (data parallelism, see global_index_offset).
   bool dropout = false;
-  std::uint64_t stream = 0, threshold = 0;
+  std::uint64_t stream = 0, threshold = 0, index_offset = 0;
   float drop_scale = 1.f;
   // User-defined score_mod / mask_mod (ops/attention/mods.hpp), or null, and their run data.
   const Mods* mods = nullptr;
@@ -316,7 +317,8 @@ inline void mask_scores(const Problem& p, int cls, std::int64_t b, std::int64_t 
 inline void dropout_row(const Problem& p, std::uint64_t base, float* __restrict z) {
 #pragma omp simd
   for (int j = 0; j < kTile; ++j) {
-    const std::uint64_t bits = random::mix(p.stream ^ (base + static_cast<std::uint64_t>(j))) >> 11;
+    const std::uint64_t bits =
+        random::mix(p.stream ^ (p.index_offset + base + static_cast<std::uint64_t>(j))) >> 11;
     z[j] = bits >= p.threshold ? p.drop_scale : 0.f;
   }
 }

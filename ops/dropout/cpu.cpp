@@ -12,10 +12,11 @@ namespace stag {
 namespace {
 
 void dropout_block(const float* __restrict x, float* __restrict y, std::int64_t begin,
-                   std::int64_t end, std::uint64_t stream, std::uint64_t threshold, float scale) {
+                   std::int64_t end, std::uint64_t stream, std::uint64_t offset,
+                   std::uint64_t threshold, float scale) {
 #pragma omp simd
   for (std::int64_t i = begin; i < end; ++i) {
-    const std::uint64_t b = random::mix(stream ^ static_cast<std::uint64_t>(i)) >> 11;
+    const std::uint64_t b = random::mix(stream ^ (offset + static_cast<std::uint64_t>(i))) >> 11;
     y[i] = b >= threshold ? x[i] * scale : 0.f;
   }
 }
@@ -38,10 +39,11 @@ class DropoutKernel final : public OwnKernel {
         random::stream(state_.seed, state_.step, static_cast<std::uint64_t>(attr().i[0]));
     const std::uint64_t threshold = random::keep_threshold(p);
     const auto scale = static_cast<float>(1.0 / (1.0 - p));
+    const std::uint64_t offset = global_index_offset(state_, n);
     constexpr std::int64_t block = 1 << 14;
 #pragma omp parallel for schedule(static)
     for (std::int64_t b = 0; b < n; b += block)
-      dropout_block(x, y, b, std::min(n, b + block), stream, threshold, scale);
+      dropout_block(x, y, b, std::min(n, b + block), stream, offset, threshold, scale);
   }
 };
 

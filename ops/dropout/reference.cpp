@@ -20,13 +20,14 @@ void OpDef<OpId::dropout>::reference(const KernelArgs& a) {
     return;
   }
   const double scale = 1.0 / (1.0 - p);
+  const std::uint64_t offset = global_index_offset(a.state, n);
   kernel::with_float(a.out.dtype, [&](auto zero) {
     using T = decltype(zero);
     const T* x = a.in[0].as<const T>();
     T* y = a.out.as<T>();
     for (std::int64_t i = 0; i < n; ++i) {
       const double u =
-          random::uniform(a.state.seed, a.state.step, salt, static_cast<std::uint64_t>(i));
+          random::uniform(a.state.seed, a.state.step, salt, offset + static_cast<std::uint64_t>(i));
       y[i] = u >= p ? static_cast<T>(static_cast<double>(x[i]) * scale) : T(0);
     }
   });

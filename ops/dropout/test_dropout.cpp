@@ -2,6 +2,7 @@
 // training mode, masks keyed by (seed, step, salt), distinct salts per node, the gradient
 // (the same mask regenerated), and p outside [0, 1) refused.
 #include <cmath>
+#include <cstring>
 
 #include "op_harness.hpp"
 
@@ -160,3 +161,58 @@ TEST_CASE("dropout refuses p outside 0 <= p < 1 when a graph is built at run tim
 }
 
 }  // namespace
+
+// ---- data parallelism: masks keyed by global row ------------------------------------------------
+
+constexpr auto attn_drop = model([](Builder& g) {
+  auto q = input<"q", Shape<rows, 2, len, 8>>(g);
+  auto k = input<"k", Shape<rows, 2, len, 8>>(g);
+  auto v = input<"v", Shape<rows, 2, len, 8>>(g);
+  return sdpa(q, k, v, {.mask = AttnMask::causal, .dropout = kP, .salt = 77}).named("y");
+});
+
+// Rows [lo, hi) of a batch-major array.
+Array rows_of(const Array& a, std::int64_t lo, std::int64_t hi) {
+  std::vector<std::int64_t> dims = a.dims();
+  dims[0] = hi - lo;
+  Array out(a.dtype(), dims);
+  const std::size_t row = a.bytes() / static_cast<std::size_t>(a.dim(0));
+  std::memcpy(out.raw(), static_cast<const char*>(a.raw()) + static_cast<std::size_t>(lo) * row,
+              static_cast<std::size_t>(hi - lo) * row);
+  return out;
+}
+
+TEST_CASE("a part of the batch with its row offset draws the whole batch's masks for its rows",
+          "[op][dropout][attention]") {
+  // What a rank of a data-parallel run computes for rows [3, 7) of a global batch of 8 rows.
+  const std::int64_t lo = 3, hi = 7;
+  const NamedArrays whole_in = {{"x", th::random_array(DType::f32, {8, 13}, 4, 0.5, 1.5)}};
+  NamedArrays attn_in;
+  for (const char* n : {"q", "k", "v"})
+    attn_in[n] = th::random_array(DType::f32, {8, 2, 70, 8}, n[0]);
+  for (int which = 0; which < 2; ++which) {
+    const GraphView g = which == 0 ? GraphView(drop) : GraphView(attn_drop);
+    const NamedArrays& in = which == 0 ? whole_in : attn_in;
+    INFO((which == 0 ? "dropout" : "attention's dropout"));
+    NamedArrays part;
+    for (const auto& [name, a] : in) part[name] = rows_of(a, lo, hi);
+    Session whole(g, {.threads = 1, .seed = 5}), mine(g, {.threads = 1, .seed = 5});
+    whole.set_inputs(in);
+    whole.run({.training = true, .step = 2});
+    mine.set_inputs(part);
+    mine.run({.training = true, .step = 2, .row_offset = lo, .rows = hi - lo});
+    th::require_close(mine.get("y"), rows_of(whole.get("y"), lo, hi), 0);
+    // The reference kernels key their masks the same way.
+    EvalOptions ref = training(5, 2);
+    ref.row_offset = lo;
+    ref.rows = hi - lo;
+    const Evaluation r = evaluate_reference(g, part, {}, ref);
+    const Evaluation rw = evaluate_reference(g, in, {}, training(5, 2));
+    th::require_close(r["y"], rows_of(rw["y"], lo, hi), 0);
+    // Without the offset the part draws other masks (the test can fail).
+    Session plain(g, {.threads = 1, .seed = 5});
+    plain.set_inputs(part);
+    plain.run({.training = true, .step = 2});
+    CHECK(kept(plain.get("y")) != kept(mine.get("y")));
+  }
+}

@@ -56,6 +56,7 @@ void Plan::execute(const PlanOptions& opts) {
 #ifdef STAG_TSAN_EDGES
     __tsan_release(flow_.get());  // what this thread wrote (inputs) before the nodes run
 #endif
+    if (sync_) sync_->begin();
     flow_->arena.execute([&] {
       flow_->start->try_put(tbb::flow::continue_msg());
       try {
@@ -68,13 +69,18 @@ void Plan::execute(const PlanOptions& opts) {
 #ifdef STAG_TSAN_EDGES
     __tsan_acquire(&flow_->arena);  // every node released it when done
 #endif
+    if (sync_) sync_->finish();
     return;
   }
   if (opts.profile) {
     node_seconds.resize(nodes.size(), 0.0);
     ++profiled_steps;
   }
+  if (sync_) sync_->begin();
   for (std::size_t i = 0; i < order.size(); ++i) {
+    const auto n = static_cast<std::size_t>(order[i]);
+    if (sync_)
+      for (int slot : sync_wait_[n]) sync_->wait(slot);
     if (opts.profile) {
       const auto t0 = std::chrono::steady_clock::now();
       nodes[static_cast<std::size_t>(order[i])].kernel->run();
@@ -83,6 +89,8 @@ void Plan::execute(const PlanOptions& opts) {
     } else {
       nodes[static_cast<std::size_t>(order[i])].kernel->run();
     }
+    if (sync_)
+      for (int slot : sync_ready_[n]) sync_->ready(slot);
     if (opts.poison_freed)
       for (int buf : poison_after_[i]) {
         // NOTE: 0xFF bytes are NaN in f32/f64: any read of a dead buffer poisons results.
@@ -90,6 +98,7 @@ void Plan::execute(const PlanOptions& opts) {
                     static_cast<std::size_t>(buffers[static_cast<std::size_t>(buf)].req.bytes));
       }
   }
+  if (sync_) sync_->finish();
 }
 
 void Plan::build_flow(int threads) {
@@ -111,7 +120,12 @@ void Plan::build_flow(int threads) {
 #else
             (void)f;
 #endif
+            if (raw->sync_)
+              for (int slot : raw->sync_wait_[static_cast<std::size_t>(n)]) raw->sync_->wait(slot);
             raw->nodes[static_cast<std::size_t>(n)].kernel->run();
+            if (raw->sync_)
+              for (int slot : raw->sync_ready_[static_cast<std::size_t>(n)])
+                raw->sync_->ready(slot);
 #ifdef STAG_TSAN_EDGES
             __tsan_release(&raw->nodes[static_cast<std::size_t>(n)]);
             __tsan_release(&f->arena);

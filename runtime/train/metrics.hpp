@@ -88,6 +88,10 @@ class Progress {
   void note(std::string_view text);
   // A new step count for "/total" and the ETA (a time box shortened the run); 0: unknown.
   void set_total(std::int64_t total_steps) { opts_.total_steps = total_steps; }
+  // Data parallelism: the world size, and each step's communication (seconds in collectives
+  // and seconds the step waited for them), shown as "2 ranks  comm 12% (exposed 3%)".
+  void set_world(int ranks) { ranks_ = ranks; }
+  void update_comm(double step_seconds, double comm_seconds, double waited_seconds);
   // Ends the status line (terminal) or prints the last status (plain) if not shown yet.
   void finish();
 
@@ -98,6 +102,8 @@ class Progress {
   bool terminal() const { return terminal_; }
 
  private:
+  int ranks_ = 1;
+  double step_s_ = 0, comm_s_ = 0, waited_s_ = 0;  // summed over the shown steps
   struct Sample {
     double time;
     std::int64_t step;

@@ -174,7 +174,19 @@ std::string Progress::status() const {
   if (tokens_ > 0) s += "  " + format_count(tokens_per_second()) + " tok/s";
   if (opts_.total_steps > 0) s += "  ETA " + format_duration(eta_seconds());
   if (nonfinite_steps_ > 0) s += "  non-finite losses " + std::to_string(nonfinite_steps_);
+  if (ranks_ > 1) {
+    s += "  " + std::to_string(ranks_) + " ranks";
+    if (step_s_ > 0)
+      s += printf_string("  comm %.0f%%", 100 * comm_s_ / step_s_) +
+           printf_string(" (exposed %.0f%%)", 100 * waited_s_ / step_s_);
+  }
   return s;
+}
+
+void Progress::update_comm(double step_seconds, double comm_seconds, double waited_seconds) {
+  step_s_ += step_seconds;
+  comm_s_ += comm_seconds;
+  waited_s_ += waited_seconds;
 }
 
 }  // namespace stag

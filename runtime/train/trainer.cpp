@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include <stag/runtime/train/trainer.hpp>
 
@@ -49,6 +50,53 @@ double count_labels(const NamedArrays& inputs, std::int64_t ignore_index) {
   return n;
 }
 
+Batch shard_batch(const Batch& batch, int rank, int size) {
+  if (size <= 1) return batch;
+  if (batch.inputs.empty()) throw Error("stag::shard_batch: the batch has no inputs");
+  const Array* labels = find_labels(batch.inputs);
+  const Array& ref = labels != nullptr ? *labels : batch.inputs.begin()->second;
+  if (ref.rank() < 1)
+    throw Error("stag::shard_batch: cannot split a batch whose rows are not the first dim (" +
+                ref.describe() + ")");
+  const std::int64_t rows = ref.dim(0);
+  if (rows < size)
+    throw Error("stag::shard_batch: a batch of " + std::to_string(rows) +
+                " rows cannot be split across " + std::to_string(size) +
+                " ranks; use a batch size of at least the number of ranks");
+  const std::int64_t lo = rank * rows / size, hi = (rank + 1) * rows / size;
+  Batch out;
+  for (const auto& [name, a] : batch.inputs) {
+    if (a.rank() < 1 || a.dim(0) != rows) {
+      out.inputs.emplace(name, a);
+      continue;
+    }
+    std::vector<std::int64_t> dims = a.dims();
+    dims[0] = hi - lo;
+    Array part(a.dtype(), dims);
+    const std::size_t row_bytes = a.bytes() / static_cast<std::size_t>(rows);
+    std::memcpy(part.raw(),
+                static_cast<const char*>(a.raw()) + static_cast<std::size_t>(lo) * row_bytes,
+                static_cast<std::size_t>(hi - lo) * row_bytes);
+    out.inputs.emplace(name, std::move(part));
+  }
+  const double part = static_cast<double>(hi - lo) / static_cast<double>(rows);
+  out.weight = batch.weight > 0 && labels == nullptr ? batch.weight * part : 0;
+  out.tokens = batch.tokens * part;
+  out.row_offset = batch.row_offset + lo;
+  return out;
+}
+
+namespace {
+// The rows of a batch: the labels' first dim, or the first input's (0: none).
+std::int64_t batch_rows(const NamedArrays& inputs) {
+  const Array* labels = find_labels(inputs);
+  const Array* ref = labels != nullptr ? labels
+                     : inputs.empty()  ? nullptr
+                                       : &inputs.begin()->second;
+  return ref != nullptr && ref->rank() >= 1 ? ref->dim(0) : 0;
+}
+}  // namespace
+
 double EvalStats::perplexity() const {
   return std::exp(loss);
 }
@@ -73,10 +121,16 @@ Trainer::Trainer(const TrainingGraphs& graphs, TrainerOptions options)
         "optimizer settings "
         "compiled in; build it with the optimizer's hparams_as_inputs = true");
   if (opts_.log_every < 1) throw Error("stag::Trainer: log_every must be at least 1");
+  comm_ = opts_.comm != nullptr ? opts_.comm : &Communicator::world();
   SessionOptions so = opts_.session;
   so.keep.clear();  // names of the evaluation graph's nodes (see eval_session)
   so.keep_all = false;
+  if (comm_->distributed()) {
+    sync_ = std::make_shared<AllReduceSync>(*comm_, opts_.bucket_bytes);
+    so.gradient_sync = sync_;
+  }
   step_session_ = std::make_unique<Session>(graphs_.step, so);
+  so.gradient_sync = nullptr;  // accumulation sums the micro-batches first (step(span))
   if (graphs_.grad.size() > 0 && graphs_.update.size() > 0) {
     so.shared_params = step_session_->params();
     grad_session_ = std::make_unique<Session>(graphs_.grad, so);
@@ -85,6 +139,7 @@ Trainer::Trainer(const TrainingGraphs& graphs, TrainerOptions options)
 }
 
 MetricsLog* Trainer::metrics() {
+  if (comm_->rank() != 0) return nullptr;  // rank 0 writes the run's files
   // Opened at the first record: a fresh run starts the file anew (one file per run), while
   // resume() has already opened it for appending after the checkpoint's step.
   if (!log_ && !opts_.metrics_path.empty())
@@ -101,6 +156,7 @@ const NamedArrays& Trainer::params() const {
 Session& Trainer::eval_session() {
   if (!eval_session_) {
     SessionOptions so = opts_.session;
+    so.gradient_sync = nullptr;
     so.shared_params = step_session_->params();
     eval_session_ = std::make_unique<Session>(graphs_.model, so);
   }
@@ -175,21 +231,60 @@ void Trainer::set_position(std::int64_t epoch, std::size_t batch_in_epoch) {
   next_batch_ = batch_in_epoch;
 }
 
+void Trainer::broadcast_params() {
+  // NOTE: NamedArrays is ordered by name, so every rank sends the tensors in the same order.
+  for (const auto& [name, a] : step_session_->params())
+    comm_->broadcast(const_cast<void*>(a.raw()), a.bytes(), 0);
+  params_synced_ = true;
+}
+
+void Trainer::before_step() {
+  if (comm_->distributed() && !params_synced_ && step_session_->has_params()) broadcast_params();
+}
+
+double Trainer::global_sum(double local) {
+  comm_->allreduce_sum(&local, 1);
+  return local;
+}
+
 StepStats Trainer::step(const Batch& batch) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::int64_t t = step_ + 1;
+  before_step();
+  const CommTotals c0 = comm_->totals();
   check_signal(batch.inputs);
   Session& s = *step_session_;
   s.set_inputs(batch.inputs);
   set_step_inputs(s, t);
-  s.run({.training = true, .step = dropout_counter(t, 0)});
+  // Each rank's gradients count with its labels' share of the global batch.
+  const double w = batch.weight > 0 ? batch.weight : count_labels(batch.inputs);
+  double total = w;
+  if (sync_) {
+    total = global_sum(w);
+    sync_->set_share(total > 0 ? static_cast<float>(w / total)
+                               : 1.0f / static_cast<float>(comm_->size()));
+  }
+  s.run({.training = true,
+         .step = dropout_counter(t, 0),
+         .row_offset = batch.row_offset,
+         .rows = batch_rows(batch.inputs)});
   last_accumulated_ = false;
   StepStats st{.step = t,
                .loss = s.result(),
                .grad_norm = s.get("grad_norm").at(0),
                .lr = opts_.lr.at(t),
                .tokens = batch.tokens};
+  if (sync_) {
+    double v[2] = {total > 0 ? w * st.loss : st.loss / comm_->size(), st.tokens};
+    comm_->allreduce_sum(v, 2);
+    st.loss = total > 0 ? v[0] / total : v[0];
+    st.tokens = v[1];
+    const CommTotals c1 = comm_->totals();
+    st.comm_seconds = c1.seconds - c0.seconds;
+    st.comm_waited = c1.waited - c0.waited;
+  }
   st.seconds = seconds_since(t0);
+  if (!params_synced_ && comm_->distributed()) broadcast_params();  // params made by the run
   return finish_step(st, 1);
 }
 
@@ -202,10 +297,13 @@ StepStats Trainer::step(std::span<const Batch> micro) {
         " micro-batches, but this trainer has no accumulation graphs (training_graphs<..., true>)");
   const auto t0 = std::chrono::steady_clock::now();
   const std::int64_t t = step_ + 1;
+  before_step();
+  const CommTotals c0 = comm_->totals();
   std::vector<double> w;
   double total = 0;
   for (const Batch& b : micro)
     total += w.emplace_back(b.weight > 0 ? b.weight : count_labels(b.inputs));
+  if (comm_->distributed()) total = global_sum(total);
   if (!(total > 0)) throw Error("stag::Trainer::step: the micro-batches have no labels that count");
   for (const Batch& b : micro) check_signal(b.inputs);
   const GraphView& gg = graphs_.grad;
@@ -220,7 +318,10 @@ StepStats Trainer::step(std::span<const Batch> micro) {
   Session& gs = *grad_session_;
   for (std::size_t i = 0; i < micro.size(); ++i) {
     gs.set_inputs(micro[i].inputs);
-    gs.run({.training = true, .step = dropout_counter(t, i)});
+    gs.run({.training = true,
+            .step = dropout_counter(t, i),
+            .row_offset = micro[i].row_offset,
+            .rows = batch_rows(micro[i].inputs)});
     const float share = static_cast<float>(w[i] / total);
     st.loss += w[i] / total * gs.result();
     st.tokens += micro[i].tokens;
@@ -231,12 +332,29 @@ StepStats Trainer::step(std::span<const Batch> micro) {
       for (std::int64_t k = 0; k < acc.numel(); ++k) a[k] += share * gv[k];
     }
   }
+  if (comm_->distributed()) {
+    // The accumulated gradients are summed across ranks once, after the last micro-batch.
+    std::vector<Communicator::Ticket> tickets;
+    for (auto& [name, acc] : accumulated_)
+      tickets.push_back(
+          comm_->start_allreduce_sum(acc.data<float>(), static_cast<std::size_t>(acc.numel())));
+    for (const Communicator::Ticket k : tickets) comm_->wait(k);
+    double v[2] = {st.loss, st.tokens};
+    comm_->allreduce_sum(v, 2);
+    st.loss = v[0];
+    st.tokens = v[1];
+  }
   Session& us = *update_session_;
   for (const auto& [name, acc] : accumulated_) us.set_input(name + ".grad", acc);
   set_step_inputs(us, t);
   us.run();
   last_accumulated_ = true;
   st.grad_norm = us.get("grad_norm").at(0);
+  if (comm_->distributed()) {
+    const CommTotals c1 = comm_->totals();
+    st.comm_seconds = c1.seconds - c0.seconds;
+    st.comm_waited = c1.waited - c0.waited;
+  }
   st.seconds = seconds_since(t0);
   return finish_step(st, micro.size());
 }
@@ -273,6 +391,8 @@ StepStats Trainer::finish_step(StepStats st, std::size_t batches) {
     r.set("loss", st.loss).set("lr", st.lr).set("grad_norm", st.grad_norm);
     if (st.tokens > 0 && st.seconds > 0) r.set("tokens_per_s", st.tokens / st.seconds);
     r.set("step_ms", 1e3 * st.seconds);
+    if (comm_->distributed())
+      r.set("comm_ms", 1e3 * st.comm_seconds).set("comm_exposed_ms", 1e3 * st.comm_waited);
     if (log) log->write(r);
   }
   return st;
@@ -293,7 +413,9 @@ EvalStats Trainer::evaluate(std::span<const Batch> batches, const EvaluateOption
   Session& s = eval_session();
   EvalStats st;
   double loss_sum = 0, correct = 0, scored = 0;
-  for (const Batch& b : batches) {
+  const auto ranks = static_cast<std::size_t>(comm_->size());
+  for (std::size_t i = static_cast<std::size_t>(comm_->rank()); i < batches.size(); i += ranks) {
+    const Batch& b = batches[i];
     s.set_inputs(b.inputs);
     s.run({.training = false});
     const double w = b.weight > 0 ? b.weight : count_labels(b.inputs, options.ignore_index);
@@ -320,6 +442,16 @@ EvalStats Trainer::evaluate(std::span<const Batch> batches, const EvaluateOption
       }
     }
     if (options.on_batch) options.on_batch(s, b);
+  }
+  if (comm_->distributed()) {
+    double v[6] = {loss_sum, st.count, st.tokens, static_cast<double>(st.batches), correct, scored};
+    comm_->allreduce_sum(v, 6);
+    loss_sum = v[0];
+    st.count = v[1];
+    st.tokens = v[2];
+    st.batches = static_cast<std::int64_t>(v[3]);
+    correct = v[4];
+    scored = v[5];
   }
   st.loss = st.count > 0 ? loss_sum / st.count : std::nan("");
   st.accuracy = scored > 0 ? correct / scored : std::nan("");

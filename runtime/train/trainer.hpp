@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <stag/autodiff/optimizer.hpp>
+#include <stag/runtime/dist/gradient_sync.hpp>
 #include <stag/runtime/session.hpp>
 #include <stag/runtime/train/checkpoint.hpp>
 #include <stag/runtime/train/lr_schedule.hpp>
@@ -87,11 +88,21 @@ struct Batch {
   NamedArrays inputs;
   double weight = 0;
   double tokens = 0;
+  // Data parallelism: the global batch row this (rank's part of a) batch starts at; dropout
+  // masks are keyed by global row, so they do not depend on the number of ranks.
+  std::int64_t row_offset = 0;
 };
 
 // The labels of `inputs` that count (not `ignore_index`): from "label", "targets" or "tgt_out",
 // whichever the batch has; 1 when it has none of them.
 double count_labels(const NamedArrays& inputs, std::int64_t ignore_index = -100);
+
+// Rank `rank`'s part of a global batch of B rows for data parallelism: rows
+// [rank*B/size, (rank+1)*B/size) of every input whose first dim is B (B: the labels' first
+// dim, or the first input's), other inputs whole. Its weight is recounted from its labels (or
+// is its rows' part of `weight`), its tokens are its rows' part, its row_offset is where its
+// rows start. A batch with fewer rows than ranks is a stag::Error. size 1: the batch itself.
+Batch shard_batch(const Batch& batch, int rank, int size);
 
 enum class NonFinitePolicy : std::uint8_t {
   stop,  // throw NonFiniteLoss (parameters are those of the last good step)
@@ -121,6 +132,14 @@ struct TrainerOptions {
   double weight_limit = 1e4;
   // Load checkpoints with NaN or infinite values (resume, load_weights, init_from) anyway.
   bool allow_nonfinite = false;
+  // Data parallelism (docs/distributed.md): the ranks of `comm` train one model. nullptr: the
+  // process's world (Communicator::world(): one rank unless launched by mpirun). With more
+  // than one rank, step() takes this rank's part of the global batch (fit() splits each batch
+  // by rows), gradients are all-reduced in buckets of `bucket_bytes` inside the training step,
+  // every rank applies the same update, evaluate() splits its batches across the ranks, and
+  // only rank 0 writes metrics and checkpoints and shows progress.
+  Communicator* comm = nullptr;
+  std::size_t bucket_bytes = std::size_t{25} << 20;
 };
 
 struct StepStats {
@@ -131,6 +150,10 @@ struct StepStats {
   double tokens = 0;
   double seconds = 0;
   bool skipped = false;  // non-finite loss or gradients: the update did not happen
+  // Data parallelism: seconds this rank's collectives took in this step, and how long the step
+  // waited for them (the communication that computation did not hide).
+  double comm_seconds = 0;
+  double comm_waited = 0;
 };
 
 struct EvaluateOptions {
@@ -205,7 +228,9 @@ class Trainer {
   StepStats step(const NamedArrays& inputs) { return step(Batch{inputs}); }
   StepStats step(std::span<const Batch> micro_batches);
 
-  // Mean loss and accuracy over `batches` with dropout off, on the current weights.
+  // Mean loss and accuracy over `batches` with dropout off, on the current weights. With several
+  // ranks each evaluates batches rank, rank + N, ... and the sums are all-reduced (every rank
+  // gets the totals; on_batch sees this rank's batches).
   EvalStats evaluate(std::span<const Batch> batches, const EvaluateOptions& options = {});
   // The forward graph's session (current weights): for predictions and decoding.
   Session& eval_session();
@@ -246,6 +271,10 @@ class Trainer {
   // The gradient the last step applied (accumulated over micro-batches), before clipping.
   Array gradient(const std::string& param) const;
   const TrainerOptions& options() const { return opts_; }
+  Communicator& comm() const { return *comm_; }
+  // Copies every parameter and optimizer state tensor from rank 0 to the others (steps do it
+  // before the first step and after loading a checkpoint).
+  void broadcast_params();
   OptimizerSettings& optimizer() { return optim_; }
   // The metrics log (nullptr without metrics_path), opened on first use.
   MetricsLog* metrics();
@@ -259,6 +288,12 @@ class Trainer {
   void check_signal(const NamedArrays& inputs);
   void warn_once(const std::string& kind, const std::string& text) const;
   std::uint64_t dropout_counter(std::int64_t t, std::size_t micro) const;
+  void before_step();
+  double global_sum(double local);
+
+  Communicator* comm_ = nullptr;
+  std::shared_ptr<AllReduceSync> sync_;
+  bool params_synced_ = false;
 
   TrainingGraphs graphs_;
   TrainerOptions opts_;

@@ -50,6 +50,12 @@ std::string format_value(double v) {
   return buf;
 }
 
+std::string bucket_text(std::size_t bytes) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%g MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
 }  // namespace
 
 void Trainer::save(const std::string& path) const {
@@ -71,7 +77,7 @@ void Trainer::save(const std::string& path) const {
                           {"best_step", std::to_string(best_step_)},
                           {"best_value", double_text(best_value_)}}};
   if (opts_.lr.total() > 0) st.extra["lr_total"] = std::to_string(opts_.lr.total());
-  if (report.max_abs > opts_.weight_limit) {
+  if (report.max_abs > opts_.weight_limit && comm_->rank() == 0) {
     st.extra["weights_out_of_range"] = double_text(report.max_abs);
     warn_once("weights-out-of-range",
               "stag::Trainer: saving " + path + " after step " + std::to_string(step_) +
@@ -82,6 +88,7 @@ void Trainer::save(const std::string& path) const {
                   "(marked extra.weights_out_of_range) is unlikely to be useful; lower the "
                   "learning rate");
   }
+  if (comm_->rank() != 0) return;  // every rank holds the same weights; rank 0 writes them
   save_checkpoint(path, step_session_->params(), st, opts_.config_json);
 }
 
@@ -108,7 +115,8 @@ CheckpointInfo Trainer::resume(const std::string& path) {
   const auto best = info.state.extra.find("best_value");
   best_value_ =
       best == info.state.extra.end() ? std::nan("") : std::strtod(best->second.c_str(), nullptr);
-  if (!opts_.metrics_path.empty()) {
+  params_synced_ = false;  // rank 0's copy is what every rank goes on from
+  if (!opts_.metrics_path.empty() && comm_->rank() == 0) {
     // Lines logged after the checkpoint belong to abandoned steps: drop them, then append.
     log_.reset();
     truncate_metrics(opts_.metrics_path, step_);
@@ -118,6 +126,7 @@ CheckpointInfo Trainer::resume(const std::string& path) {
 }
 
 CheckpointInfo Trainer::load_weights(const std::string& path) {
+  params_synced_ = false;
   return load_checkpoint(path, *step_session_,
                          {.allow_missing = true,
                           .allow_unexpected = true,
@@ -141,6 +150,7 @@ std::vector<std::string> Trainer::init_from(const std::string& path) {
                    .allow_unexpected = true,
                    .select = [&](const std::string& name) { return params.count(name) > 0; },
                    .allow_nonfinite = opts_.allow_nonfinite});
+  params_synced_ = false;
   return loaded;
 }
 
@@ -169,8 +179,11 @@ void Trainer::fit(const DataSource& data, const FitOptions& o) {
     for (const auto& [name, a] : params()) b += a.bytes() + 128 + name.size();
     return b;
   }();
+  // Only rank 0 writes the run's files: the other ranks neither check nor lock them.
+  const bool writer = comm_->rank() == 0;
   for (const std::string& path : {o.checkpoint_path, o.best_path, opts_.metrics_path})
-    if (!path.empty()) files.push_back({path, path == opts_.metrics_path ? 0 : checkpoint_bytes});
+    if (!path.empty() && writer)
+      files.push_back({path, path == opts_.metrics_path ? 0 : checkpoint_bytes});
   preflight_check(files);
   for (const PlannedFile& f : files) {
     const std::string dir = std::filesystem::path(f.path).parent_path().string();
@@ -199,8 +212,12 @@ void Trainer::fit(const DataSource& data, const FitOptions& o) {
   if (o.max_steps > 0) total = std::min(total, o.max_steps);
   ProgressOptions po = opts_.progress_options;
   po.total_steps = total;
-  if (!opts_.progress) po.out = nullptr;
+  if (!opts_.progress || !writer) po.out = nullptr;
   Progress progress(po);
+  progress.set_world(comm_->size());
+  if (comm_->distributed())
+    progress.note("data-parallel over " + std::to_string(comm_->size()) +
+                  " ranks, gradient buckets of " + bucket_text(opts_.bucket_bytes));
 
   std::int64_t last_eval = -1;
   auto run_eval = [&] {
@@ -231,7 +248,10 @@ void Trainer::fit(const DataSource& data, const FitOptions& o) {
   std::vector<Batch> micro;
   const auto started = std::chrono::steady_clock::now();
   auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    // Every rank takes rank 0's clock, so that all make the same time-box decisions.
+    double e = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (comm_->distributed()) comm_->broadcast(&e, sizeof e, 0);
+    return e;
   };
   double planned_at = 0;           // when the schedule was last fitted to the time box...
   std::int64_t planned_taken = 0;  // ...after this many steps
@@ -251,10 +271,11 @@ void Trainer::fit(const DataSource& data, const FitOptions& o) {
       if (o.max_steps > 0 && step_ >= o.max_steps) break;
       micro.clear();
       for (std::size_t j = next_batch_; j < nb && micro.size() < k; ++j)
-        micro.push_back(data.batch(epoch_, j));
+        micro.push_back(shard_batch(data.batch(epoch_, j), comm_->rank(), comm_->size()));
       const std::int64_t step_epoch = epoch_;
       const StepStats st = step(std::span<const Batch>(micro));  // moves the position on
       if (next_batch_ >= nb) end_epoch();  // the epoch is done: on to the next one's first batch
+      progress.update_comm(st.seconds, st.comm_seconds, st.comm_waited);
       progress.update(st.step, step_epoch, st.loss, st.lr, st.tokens);
       const bool epoch_end = next_batch_ == 0;
       if ((o.eval_every > 0 && step_ % o.eval_every == 0) || (o.eval_every == 0 && epoch_end))
