@@ -233,6 +233,29 @@ int run(int argc, char** argv) {
                              fmt(worst) + " <= 1e-5)");
   }
 
+  // 3c. Gradient accumulation on every rank (2 micro-batches per step): each rank sums its parts
+  // of the micro-batches, then the sums are all-reduced once; against 1 process accumulating the
+  // whole micro-batches, another summation order, so the tolerances of 2.
+  {
+    Trainer t(training_graphs<net, kOpt, true>(), options(&world));
+    Trainer w(training_graphs<net, kOpt, true>(), options(single.get()));
+    double worst = 0;
+    for (std::size_t k = 0; k + 1 < batches.size(); k += 2) {
+      const std::vector<Batch> mine = {shard_batch(batches[k], rank, n),
+                                       shard_batch(batches[k + 1], rank, n)};
+      const std::vector<Batch> whole_micro = {batches[k], batches[k + 1]};
+      const double a = t.step(std::span<const Batch>(mine)).loss;
+      const double c = w.step(std::span<const Batch>(whole_micro)).loss;
+      worst = std::max(worst, std::abs(a - c) / std::abs(c));
+    }
+    const Diff dw2 = compare(t.params(), w.params());
+    const Diff moved2 = compare(w.params(), initial);
+    check(worst <= 1e-5 && dw2.max_abs <= 1e-2 * moved2.max_abs,
+          "accumulation of 2 micro-batches on " + std::to_string(n) + " ranks: losses within " +
+              fmt(worst) + " (<= 1e-5), weights within " + fmt(dw2.max_abs) +
+              " (<= 1% of the change " + fmt(moved2.max_abs) + ")");
+  }
+
   // 4. Evaluation split across the ranks gives the single-process totals.
   {
     const EvalStats e = dist.evaluate(batches), r = accum.evaluate(batches);
