@@ -275,6 +275,11 @@ class Trainer {
   // Copies every parameter and optimizer state tensor from rank 0 to the others (steps do it
   // before the first step and after loading a checkpoint).
   void broadcast_params();
+  // Data parallelism: compares every rank's weights with rank 0's (a 64-bit hash of their bytes)
+  // and copies rank 0's to the ranks that differ, which happens only when ranks compute
+  // differently (other thread counts or kernels on some hosts). Returns how many ranks differed;
+  // fit() runs it before each checkpoint and says so on stderr when it is not 0.
+  int check_replicas();
   OptimizerSettings& optimizer() { return optim_; }
   // The metrics log (nullptr without metrics_path), opened on first use.
   MetricsLog* metrics();

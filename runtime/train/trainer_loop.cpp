@@ -56,7 +56,40 @@ std::string bucket_text(std::size_t bytes) {
   return buf;
 }
 
+// FNV-1a over bytes, chained.
+std::uint64_t fnv(std::uint64_t h, const void* data, std::size_t n) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+std::uint64_t fingerprint(std::uint64_t h, const NamedArrays& arrays) {
+  for (const auto& [name, a] : arrays) {
+    h = fnv(h, name.data(), name.size());
+    h = fnv(h, a.dims().data(), a.dims().size() * sizeof(std::int64_t));
+    h = fnv(h, a.raw(), a.bytes());
+  }
+  return h;
+}
+
+// How many ranks hold another value than rank 0's (every rank gets the count).
+int ranks_differing(Communicator& comm, std::uint64_t mine) {
+  std::uint64_t root = mine;
+  comm.broadcast(&root, sizeof root, 0);
+  double differ = root != mine ? 1 : 0;
+  comm.allreduce_sum(&differ, 1);
+  return static_cast<int>(differ);
+}
+
 }  // namespace
+
+int Trainer::check_replicas() {
+  if (!comm_->distributed()) return 0;
+  const int differ =
+      ranks_differing(*comm_, fingerprint(1469598103934665603ull, step_session_->params()));
+  if (differ > 0) broadcast_params();
+  return differ;
+}
 
 void Trainer::save(const std::string& path) const {
   // NOTE: a NaN weight is never written: the previous checkpoint at `path` (the last good one)
@@ -240,7 +273,14 @@ void Trainer::fit(const DataSource& data, const FitOptions& o) {
     progress.note(text);
   };
   auto checkpoint = [&] {
-    if (!o.checkpoint_path.empty()) save(o.checkpoint_path);
+    if (o.checkpoint_path.empty()) return;
+    if (const int differ = check_replicas(); differ > 0 && writer)
+      progress.note("the weights of " + std::to_string(differ) + " of " +
+                    std::to_string(comm_->size()) + " ranks differed from rank 0's after step " +
+                    std::to_string(step_) +
+                    " (ranks that compute differently: other thread counts or CPUs?); they were "
+                    "copied from rank 0");
+    save(o.checkpoint_path);
   };
 
   std::int64_t taken = 0;
@@ -270,8 +310,22 @@ void Trainer::fit(const DataSource& data, const FitOptions& o) {
     while (next_batch_ < nb) {
       if (o.max_steps > 0 && step_ >= o.max_steps) break;
       micro.clear();
-      for (std::size_t j = next_batch_; j < nb && micro.size() < k; ++j)
-        micro.push_back(shard_batch(data.batch(epoch_, j), comm_->rank(), comm_->size()));
+      std::uint64_t seen = fnv(1469598103934665603ull, &nb, sizeof nb);
+      for (std::size_t j = next_batch_; j < nb && micro.size() < k; ++j) {
+        const Batch global = data.batch(epoch_, j);
+        if (comm_->distributed()) seen = fingerprint(seen, global.inputs);
+        micro.push_back(shard_batch(global, comm_->rank(), comm_->size()));
+      }
+      // NOTE: ranks given different global batches would each train on rows no other rank
+      // sees, and nothing else would notice: every rank checks rank 0's batch first.
+      if (comm_->distributed())
+        if (const int differ = ranks_differing(*comm_, seen); differ > 0)
+          throw Error("stag::Trainer::fit: step " + std::to_string(step_ + 1) + ": " +
+                      std::to_string(differ) + " of " + std::to_string(comm_->size()) +
+                      " ranks were given other batches than rank 0 (batch " +
+                      std::to_string(next_batch_) + " of epoch " + std::to_string(epoch_) +
+                      "): every rank must get the same global batches from the DataSource "
+                      "(the same data, batch size and seeds; no shuffle seeded per process)");
       const std::int64_t step_epoch = epoch_;
       const StepStats st = step(std::span<const Batch>(micro));  // moves the position on
       if (next_batch_ >= nb) end_epoch();  // the epoch is done: on to the next one's first batch

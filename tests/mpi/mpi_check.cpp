@@ -288,6 +288,36 @@ int run(int argc, char** argv) {
                 " metrics lines with comm_ms");
     }
   }
+  // 6. Ranks given other global batches than rank 0 are found before the step, on every rank.
+  {
+    Trainer t(training_graphs<net, kOpt, false>(), options(&world));
+    const DataSource skewed{
+        [&](std::int64_t) { return batches.size(); },
+        [&](std::int64_t, std::size_t i) { return batches[(i + (rank == 1 ? 1 : 0)) % 6]; }};
+    std::string what;
+    try {
+      t.fit(skewed, {.epochs = 1});
+    } catch (const Error& e) {
+      what = e.what();
+    }
+    check(what.find("1 of 2 ranks were given other batches than rank 0") != std::string::npos &&
+              t.steps_done() == 0,
+          "a DataSource that gives rank 1 other batches is refused before step 1: " + what);
+  }
+
+  // 7. Weights that drifted apart on one rank are found and copied from rank 0.
+  {
+    Trainer t(training_graphs<net, kOpt, false>(), options(&world));
+    t.step(shard_batch(batches[0], rank, n));
+    if (rank == 1) {
+      Array w = t.params().begin()->second;  // shares the trainer's storage
+      w.data<float>()[0] += 1e-3f;
+    }
+    const int first = t.check_replicas(), second = t.check_replicas();
+    check(first == 1 && second == 0, "a rank whose weights drifted is found (" +
+                                         std::to_string(first) + ") and re-synchronised (" +
+                                         std::to_string(second) + " differ afterwards)");
+  }
   return failures == 0 ? 0 : 1;
 }
 
