@@ -141,6 +141,12 @@ void print_result(const std::string& name, const std::string& value) {
   std::fflush(stdout);
 }
 
+void export_weights(const RunContext& ctx, const Trainer& trainer) {
+  if (ctx.opt.export_bf16.empty()) return;
+  trainer.save_weights(ctx.opt.export_bf16, DType::bf16);
+  print_result("export_bf16", ctx.opt.export_bf16);
+}
+
 void write_run_files(const RunContext& ctx, const GraphView& model,
                      const nlohmann::ordered_json& config) {
   if (Communicator::world().rank() != 0) return;  // rank 0 writes the run's files

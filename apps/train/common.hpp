@@ -97,6 +97,9 @@ void check_resume_flags(const std::string& path, const nlohmann::json& config, c
 // Optimizer steps in `epochs` epochs of `batches_per_epoch` micro-batches (or --max-steps).
 std::int64_t planned_steps(const RunOptions& o, std::size_t batches_per_epoch);
 
+// --export-bf16 PATH: the trainer's current weights as bf16 (a `export_bf16: PATH` line).
+void export_weights(const RunContext& ctx, const Trainer& trainer);
+
 // The final results: `name: value` lines on stdout (what scripts and docs read).
 void print_result(const std::string& name, double value);
 void print_result(const std::string& name, const std::string& value);

@@ -203,6 +203,9 @@ const char* help_for(const std::string& field) {
       {"dump_logits",
        "classify: after training, write the logits of the first 16 validation texts to this JSON "
        "file (tools/torch_classifier.py check)"},
+      {"export_bf16",
+       "Also write the final weights (those reported) as bf16 to this safetensors file: half the "
+       "size, no optimizer state; --eval-only --resume and --init-from read it"},
   };
   const auto it = help.find(field);
   return it == help.end() ? "" : it->second;

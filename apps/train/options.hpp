@@ -72,7 +72,8 @@ struct OutputOptions {
       (bool, allow_nonfinite),           // load checkpoints with NaN/Inf values anyway
       (std::string, export_data),  // classify: write the tokenised splits as JSON (for tools/)
       (std::string,
-       dump_logits)  // classify: write 16 validation texts' logits as JSON (for tools/)
+       dump_logits),  // classify: write 16 validation texts' logits as JSON (for tools/)
+      (std::string, export_bf16)  // also write the final weights as bf16 here (no optimizer state)
   );
 };
 

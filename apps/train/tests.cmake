@@ -19,6 +19,16 @@ add_test(NAME stag_train.classify_resume COMMAND stag-train classify ${quick} --
          --out ${smoke}/classify --resume ${smoke}/classify/model.safetensors)
 add_test(NAME stag_train.classify_eval_only COMMAND stag-train classify ${quick} --model small --eval-only
          --out ${smoke}/classify)
+# --export-bf16: the final weights as bf16, then evaluated from that file alone.
+add_test(NAME stag_train.export_bf16 COMMAND stag-train classify ${quick} --limit 300 --epochs 1 --model small
+         --out ${smoke}/export_bf16 --export-bf16 ${smoke}/export_bf16/weights.bf16.safetensors)
+add_test(NAME stag_train.eval_bf16 COMMAND stag-train classify ${quick} --limit 300 --model small --eval-only
+         --resume ${smoke}/export_bf16/weights.bf16.safetensors --out ${smoke}/export_bf16)
+set_tests_properties(stag_train.eval_bf16 PROPERTIES DEPENDS stag_train.export_bf16)
+set_tests_properties(stag_train.export_bf16 PROPERTIES PASS_REGULAR_EXPRESSION "val_accuracy: .*export_bf16: .*weights.bf16.safetensors")
+set_tests_properties(stag_train.eval_bf16 PROPERTIES PASS_REGULAR_EXPRESSION "val_accuracy: .*checkpoint: .*weights.bf16.safetensors")
+set_tests_properties(stag_train.export_bf16 stag_train.eval_bf16 PROPERTIES
+  LABELS unit ENVIRONMENT "OMP_WAIT_POLICY=passive" SKIP_RETURN_CODE 77)
 set_tests_properties(stag_train.classify_resume PROPERTIES DEPENDS stag_train.classify)
 set_tests_properties(stag_train.classify_eval_only PROPERTIES DEPENDS stag_train.classify_resume)
 set_tests_properties(stag_train.classify stag_train.classify_resume stag_train.classify_eval_only PROPERTIES

@@ -651,3 +651,41 @@ TEST_CASE("fit checks before step 1 that its checkpoint can be written", "[train
 }
 
 }  // namespace
+
+TEST_CASE("bf16 weights: half the file, read back by load_weights, refused by resume",
+          "[trainer]") {
+  const th::TempDir dir("trainer_bf16_export");
+  const data::EncodedTexts d = make_rows(24, 12);
+  Trainer t(training_graphs<nodrop_net, kOpt, false>(), options(3));
+  t.fit(source_of(d, 8, 3), {.epochs = 1});
+  const std::string full = dir / "model.safetensors", half = dir / "model.bf16.safetensors";
+  t.save(full);
+  t.save_weights(half, DType::bf16);
+  // Parameters only (no optimizer moments), 2 bytes each.
+  std::int64_t param_numel = 0;
+  for (const auto& [name, a] : t.params())
+    if (GraphView(nodrop_net).find(name) >= 0) param_numel += a.numel();
+  const auto size = static_cast<std::int64_t>(std::filesystem::file_size(half));
+  CHECK(size >= 2 * param_numel);
+  CHECK(size < 2 * param_numel + 8192);
+  CHECK(std::filesystem::file_size(full) > static_cast<std::uintmax_t>(3 * 4 * param_numel));
+  // Read back into f32: each weight is its bf16 rounding.
+  Trainer u(training_graphs<nodrop_net, kOpt, false>(), options(4));
+  u.load_weights(half);
+  int checked = 0;
+  for (const auto& [name, a] : t.params()) {
+    if (GraphView(nodrop_net).find(name) < 0) continue;
+    const Array want = a.to(DType::bf16).to(DType::f32);
+    INFO(name);
+    CHECK(std::memcmp(u.params().at(name).raw(), want.raw(), want.bytes()) == 0);
+    ++checked;
+  }
+  CHECK(checked > 5);
+  // The evaluation of the rounded weights is close to that of the f32 ones.
+  const std::vector<Batch> b = {batch_of(d, {0, 1, 2, 3, 4, 5, 6, 7})};
+  CHECK(u.evaluate(b).loss == Approx(t.evaluate(b).loss).epsilon(2e-2));
+  // Not a checkpoint to resume from: the error says what it is.
+  Trainer r(training_graphs<nodrop_net, kOpt, false>(), options(3));
+  CHECK_THROWS_WITH(r.resume(half), Catch::Contains("holds only the weights (bf16") &&
+                                        Catch::Contains("--init-from"));
+}

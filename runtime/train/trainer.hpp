@@ -245,6 +245,10 @@ class Trainer {
   CheckpointInfo resume(const std::string& path);
   // Loads only the weights (for --eval-only): optimizer state and position are not needed.
   CheckpointInfo load_weights(const std::string& path);
+  // Writes only the parameters (no optimizer state), converted to `dtype` (bf16: half the size
+  // of f32, for inference and export; load_weights and init_from read it back into f32). Not a
+  // checkpoint to resume from. Rank 0 writes it.
+  void save_weights(const std::string& path, DType dtype = DType::f32) const;
   // Initialises the model's parameters from those of the same name in another run's checkpoint
   // (pretrained weights: a masked-LM encoder into a classifier). Only parameters: optimizer
   // state, step, seed and schedule stay this run's. Parameters the checkpoint lacks keep their

@@ -125,8 +125,30 @@ void Trainer::save(const std::string& path) const {
   save_checkpoint(path, step_session_->params(), st, opts_.config_json);
 }
 
+void Trainer::save_weights(const std::string& path, DType dtype) const {
+  if (dtype != DType::f32 && dtype != DType::bf16 && dtype != DType::f64)
+    throw Error("stag::Trainer::save_weights: " + path +
+                ": weights are saved as f32, f64 or bf16, not " + std::string(dtype_name(dtype)));
+  const GraphView& g = graphs_.model;
+  NamedArrays weights;
+  for (const auto& [name, a] : step_session_->params())
+    if (is_param(g, name)) weights.emplace(name, a.to(dtype));
+  const FiniteReport report = check_finite(weights, [](const std::string&) { return true; });
+  if (report.nonfinite > 0)
+    throw Error("stag::Trainer::save_weights: " + path + " not written: " + report.describe());
+  if (comm_->rank() != 0) return;
+  TrainState st{.step = step_, .epoch = epoch_, .seed = opts_.session.seed};
+  st.extra["weights_only"] = std::string(dtype_name(dtype));
+  save_checkpoint(path, weights, st, opts_.config_json);
+}
+
 CheckpointInfo Trainer::resume(const std::string& path) {
   const CheckpointInfo head = read_checkpoint_info(path);
+  if (const auto w = head.state.extra.find("weights_only"); w != head.state.extra.end())
+    throw Error("stag::Trainer: " + path + " holds only the weights (" + w->second +
+                ", written by save_weights), not the optimizer state a resumed run needs; "
+                "resume from the run's checkpoint, or start from these weights with init_from "
+                "(--init-from) or evaluate them (--eval-only)");
   if (head.state.seed != opts_.session.seed)
     throw Error("stag::Trainer: checkpoint " + path + " was trained with seed " +
                 std::to_string(head.state.seed) + ", this run has seed " +
