@@ -32,6 +32,16 @@ NamedArrays inputs() {
           {"step", Array::from<float>({}, {1.f})}};
 }
 
+// One step of the training graph, with `sync` (or none) handed the gradients.
+std::unique_ptr<Session> run_step(Schedule sched, std::shared_ptr<GradientSync> sync) {
+  auto s = std::make_unique<Session>(
+      step_graph,
+      SessionOptions{.threads = 2, .schedule = sched, .seed = 4, .gradient_sync = sync});
+  s->set_inputs(inputs());
+  s->run();
+  return s;
+}
+
 // Logs every hook call, and what each gradient held when it was handed over.
 struct Recorder final : GradientSync {
   struct Hooks final : StepSync {
@@ -85,12 +95,8 @@ TEST_CASE("a plan hands each gradient over once it is final and waits before rea
   for (Schedule sched : {Schedule::sequential, Schedule::parallel}) {
     INFO((sched == Schedule::parallel ? "parallel" : "sequential"));
     auto rec = std::make_shared<Recorder>();
-    Session plain(step_graph, {.threads = 2, .schedule = sched, .seed = 4});
-    Session synced(step_graph, {.threads = 2, .schedule = sched, .seed = 4, .gradient_sync = rec});
-    plain.set_inputs(inputs());
-    synced.set_inputs(inputs());
-    plain.run();
-    synced.run();
+    const auto plain_run = run_step(sched, nullptr), synced_run = run_step(sched, rec);
+    const Session &plain = *plain_run, &synced = *synced_run;
     // Every parameter's gradient is a slot.
     std::size_t params = 0;
     for (const OutputEntry& o : GraphView(step_graph).outputs)
@@ -140,12 +146,8 @@ TEST_CASE("the all-reduce sync scales this rank's gradients by its share (a worl
     INFO((sched == Schedule::parallel ? "parallel" : "sequential"));
     auto sync = std::make_shared<AllReduceSync>(*one, 256);  // several buckets
     sync->set_share(0.5f);
-    Session plain(step_graph, {.threads = 2, .schedule = sched, .seed = 4});
-    Session half(step_graph, {.threads = 2, .schedule = sched, .seed = 4, .gradient_sync = sync});
-    plain.set_inputs(inputs());
-    half.set_inputs(inputs());
-    plain.run();
-    half.run();
+    const auto plain_run = run_step(sched, nullptr), half_run = run_step(sched, sync);
+    const Session &plain = *plain_run, &half = *half_run;
     int checked = 0;
     for (const OutputEntry& o : GraphView(step_graph).outputs) {
       if (o.grad_of < 0 || !(GraphView(step_graph).node(o.grad_of).flags & kFlagParam)) continue;

@@ -15,6 +15,13 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// This step's communication: the communicator's totals since `c0`.
+void add_comm(StepStats& st, const Communicator& comm, const CommTotals& c0) {
+  const CommTotals c1 = comm.totals();
+  st.comm_seconds = c1.seconds - c0.seconds;
+  st.comm_waited = c1.waited - c0.waited;
+}
+
 Array scalar_f32(double v) {
   return Array::from<float>({}, {static_cast<float>(v)});
 }
@@ -50,15 +57,22 @@ double count_labels(const NamedArrays& inputs, std::int64_t ignore_index) {
   return n;
 }
 
+namespace {
+// The rows of a batch: the labels' first dim, or the first input's (0: none).
+std::int64_t batch_rows(const NamedArrays& inputs) {
+  const Array* labels = find_labels(inputs);
+  const Array* ref = labels != nullptr ? labels
+                     : inputs.empty()  ? nullptr
+                                       : &inputs.begin()->second;
+  return ref != nullptr && ref->rank() >= 1 ? ref->dim(0) : 0;
+}
+}  // namespace
+
 Batch shard_batch(const Batch& batch, int rank, int size) {
   if (size <= 1) return batch;
-  if (batch.inputs.empty()) throw Error("stag::shard_batch: the batch has no inputs");
-  const Array* labels = find_labels(batch.inputs);
-  const Array& ref = labels != nullptr ? *labels : batch.inputs.begin()->second;
-  if (ref.rank() < 1)
-    throw Error("stag::shard_batch: cannot split a batch whose rows are not the first dim (" +
-                ref.describe() + ")");
-  const std::int64_t rows = ref.dim(0);
+  const std::int64_t rows = batch_rows(batch.inputs);
+  if (rows == 0)
+    throw Error("stag::shard_batch: the batch has no input with rows (a first dim) to split");
   if (rows < size)
     throw Error("stag::shard_batch: a batch of " + std::to_string(rows) +
                 " rows cannot be split across " + std::to_string(size) +
@@ -80,22 +94,11 @@ Batch shard_batch(const Batch& batch, int rank, int size) {
     out.inputs.emplace(name, std::move(part));
   }
   const double part = static_cast<double>(hi - lo) / static_cast<double>(rows);
-  out.weight = batch.weight > 0 && labels == nullptr ? batch.weight * part : 0;
+  out.weight = batch.weight > 0 && find_labels(batch.inputs) == nullptr ? batch.weight * part : 0;
   out.tokens = batch.tokens * part;
   out.row_offset = batch.row_offset + lo;
   return out;
 }
-
-namespace {
-// The rows of a batch: the labels' first dim, or the first input's (0: none).
-std::int64_t batch_rows(const NamedArrays& inputs) {
-  const Array* labels = find_labels(inputs);
-  const Array* ref = labels != nullptr ? labels
-                     : inputs.empty()  ? nullptr
-                                       : &inputs.begin()->second;
-  return ref != nullptr && ref->rank() >= 1 ? ref->dim(0) : 0;
-}
-}  // namespace
 
 double EvalStats::perplexity() const {
   return std::exp(loss);
@@ -279,9 +282,7 @@ StepStats Trainer::step(const Batch& batch) {
     comm_->allreduce_sum(v, 2);
     st.loss = total > 0 ? v[0] / total : v[0];
     st.tokens = v[1];
-    const CommTotals c1 = comm_->totals();
-    st.comm_seconds = c1.seconds - c0.seconds;
-    st.comm_waited = c1.waited - c0.waited;
+    add_comm(st, *comm_, c0);
   }
   st.seconds = seconds_since(t0);
   if (!params_synced_ && comm_->distributed()) broadcast_params();  // params made by the run
@@ -350,11 +351,7 @@ StepStats Trainer::step(std::span<const Batch> micro) {
   us.run();
   last_accumulated_ = true;
   st.grad_norm = us.get("grad_norm").at(0);
-  if (comm_->distributed()) {
-    const CommTotals c1 = comm_->totals();
-    st.comm_seconds = c1.seconds - c0.seconds;
-    st.comm_waited = c1.waited - c0.waited;
-  }
+  if (comm_->distributed()) add_comm(st, *comm_, c0);
   st.seconds = seconds_since(t0);
   return finish_step(st, micro.size());
 }
