@@ -35,6 +35,8 @@ struct Options {
   std::string label;       // with a label, metrics are named <config>.schedule.<label>.<metric>
   int profile = 0;         // > 0: time every node and print the slowest `profile` ones
   double bucket_mib = 25;  // data parallelism: gradient bucket size
+  Device device = Device::cpu;
+  bool tf32 = false;  // --device cuda: TF32 matmuls
 };
 
 double now_ms() {
@@ -110,7 +112,12 @@ void print_profile(const Options& o, const GraphView& g, const Session& s) {
 }
 
 SessionOptions session_options(const Options& o) {
-  return {.threads = o.threads, .schedule = o.schedule, .profile = o.profile > 0, .seed = 1};
+  return {.device = o.device,
+          .tf32 = o.tf32,
+          .threads = o.threads,
+          .schedule = o.schedule,
+          .profile = o.profile > 0,
+          .seed = 1};
 }
 
 double cpu_ms() {
@@ -259,14 +266,24 @@ int run_child(const std::vector<std::string>& args) {
 }
 
 const std::vector<std::pair<std::string, bench::BenchModel (*)()>> kModels = {
-    {"cls", bench::cls_model},         {"tf", bench::tf_model},
-    {"gpt", bench::gpt_model},         {"cls_bf16", bench::cls_bf16_model},
-    {"tf_bf16", bench::tf_bf16_model}, {"gpt_bf16", bench::gpt_bf16_model}};
+    {"cls", bench::cls_model},
+    {"tf", bench::tf_model},
+    {"gpt", bench::gpt_model},
+    {"cls_bf16", bench::cls_bf16_model},
+    {"tf_bf16", bench::tf_bf16_model},
+    {"gpt_bf16", bench::gpt_bf16_model},
+    {"cls_unfused", bench::cls_unfused_model},
+    {"gpt_unfused", bench::gpt_unfused_model}};
 
 constexpr const char* kUsage = R"(usage: stag-bench [options]
   --config all|peak|cls|tf|gpt|cls_bf16|tf_bf16|gpt_bf16
+         |cls_unfused|gpt_unfused
                                  what to time (all: each config and mode in its own process;
-                                 *_bf16: the model under stag::autocast, bf16 matmuls)
+                                 *_bf16: the model under stag::autocast, bf16 matmuls;
+                                 *_unfused: the attention chain left unfused, as the
+                                 GPU backend runs it)
+  --device cpu|cuda              where the steps run (cuda: the GPU backend, docs/cuda.md)
+  --tf32                         --device cuda: f32 matmuls on TF32 tensor cores
   --mode both|train|infer        the training step, the forward pass, or both
   --threads N                    threads (TBB arena and own kernels; default 2)
   --omp N                        OpenMP threads for oneDNN (default: --threads)
@@ -298,6 +315,13 @@ Options parse(int argc, char** argv, std::vector<std::string>& passthrough) {
       o.mode = value();
     else if (a == "--threads")
       o.threads = std::atoi(value().c_str());
+    else if (a == "--device") {
+      const std::string v = value();
+      if (v != "cpu" && v != "cuda")
+        throw Error("stag-bench: --device must be cpu or cuda, not '" + v + "'");
+      o.device = v == "cuda" ? Device::cuda : Device::cpu;
+    } else if (a == "--tf32")
+      o.tf32 = true;
     else if (a == "--omp")
       o.omp = std::atoi(value().c_str());
     else if (a == "--schedule") {
@@ -317,13 +341,16 @@ Options parse(int argc, char** argv, std::vector<std::string>& passthrough) {
       o.bucket_mib = std::atof(value().c_str());
     else
       throw Error("stag-bench: unknown argument '" + a + "' (try --help)");
-    if (a != "--config" && a != "--mode") {
+    if (a == "--tf32")
+      passthrough.push_back(a);  // a flag: no value follows
+    else if (a != "--config" && a != "--mode") {
       passthrough.push_back(a);
       passthrough.push_back(argv[i]);
     }
   }
-  const std::vector<std::string> configs = {"all",      "peak",    "cls",      "tf",       "gpt",
-                                            "cls_bf16", "tf_bf16", "gpt_bf16", "allreduce"},
+  const std::vector<std::string> configs = {"all",         "peak",        "cls",      "tf",
+                                            "gpt",         "cls_bf16",    "tf_bf16",  "gpt_bf16",
+                                            "cls_unfused", "gpt_unfused", "allreduce"},
                                  modes = {"both", "train", "infer"};
   if (std::find(configs.begin(), configs.end(), o.config) == configs.end())
     throw Error("stag-bench: unknown --config '" + o.config +

@@ -24,6 +24,10 @@ BenchModel gpt_model();
 BenchModel cls_bf16_model();
 BenchModel tf_bf16_model();
 BenchModel gpt_bf16_model();
+// cls and gpt with the attention chain left unfused (softmax of q k^T): what the GPU backend runs
+// until the fused attention op has a CUDA kernel.
+BenchModel cls_unfused_model();
+BenchModel gpt_unfused_model();
 
 // Deterministic inputs: token ids uniform in [0, vocab) from a fixed-seed generator.
 Array random_ids(std::vector<std::int64_t> dims, std::int64_t vocab, std::uint64_t seed);

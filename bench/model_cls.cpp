@@ -20,6 +20,11 @@ constexpr auto cls_forward = model([](Builder& g) { return classifier<kCls>(g); 
 constexpr auto cls_train = train_step<cls_forward, AdamW{}>();
 constexpr auto cls_forward16 = autocast<cls_forward>();  // bf16 matmuls
 constexpr auto cls_train16 = train_step<cls_forward16, AdamW{}>();
+constexpr auto cls_forward_unfused = model([](Builder& g) {
+  g.fuse_attention = false;
+  return classifier<kCls>(g);
+});
+constexpr auto cls_train_unfused = train_step<cls_forward_unfused, AdamW{}>();
 }  // namespace
 
 BenchModel cls_model() {
@@ -31,6 +36,13 @@ BenchModel cls_model() {
           {{"ids", random_ids({batch, seq}, kCls.vocab, 1)},
            {"keep", keep_mask(batch, seq, seq / 4)},
            {"label", label}}};
+}
+
+BenchModel cls_unfused_model() {
+  BenchModel m = cls_model();
+  m.forward = cls_forward_unfused;
+  m.train = cls_train_unfused;
+  return m;
 }
 
 BenchModel cls_bf16_model() {

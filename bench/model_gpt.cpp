@@ -21,6 +21,11 @@ constexpr auto gpt_forward = model([](Builder& g) { return language_model<kGpt>(
 constexpr auto gpt_train = train_step<gpt_forward, AdamW{}>();
 constexpr auto gpt_forward16 = autocast<gpt_forward>();  // bf16 matmuls
 constexpr auto gpt_train16 = train_step<gpt_forward16, AdamW{}>();
+constexpr auto gpt_forward_unfused = model([](Builder& g) {
+  g.fuse_attention = false;
+  return language_model<kGpt>(g);
+});
+constexpr auto gpt_train_unfused = train_step<gpt_forward_unfused, AdamW{}>();
 }  // namespace
 
 BenchModel gpt_model() {
@@ -29,6 +34,13 @@ BenchModel gpt_model() {
           gpt_train,
           {{"ids", random_ids({batch, seq}, kGpt.vocab, 5)},
            {"targets", random_ids({batch, seq}, kGpt.vocab, 6)}}};
+}
+
+BenchModel gpt_unfused_model() {
+  BenchModel m = gpt_model();
+  m.forward = gpt_forward_unfused;
+  m.train = gpt_train_unfused;
+  return m;
 }
 
 BenchModel gpt_bf16_model() {

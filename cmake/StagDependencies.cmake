@@ -9,18 +9,43 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(GVC REQUIRED IMPORTED_TARGET libgvc libcgraph)  # Graphviz: pictures
 
 # Optional parts. None is needed to build or test on the CPU; a pristine Debian 12 root has none.
-# CUDA: looked for only where STAG_CUDA is on and a toolkit is installed (nvcc on PATH or in
-# /usr/local/cuda); the CPU build never needs it.
-option(STAG_CUDA "Look for a CUDA toolkit (the GPU backend)" ON)
+# CUDA: the GPU backend (runtime/cuda/, ops/*/cuda.cu) is built where STAG_CUDA is on and CMake
+# finds a CUDA toolkit >= 12 (nvcc on PATH, in CUDACXX, or in /usr/local/cuda); the CPU build
+# never needs it. The architecture defaults to sm_90 (H100/H200): `native` fails on a machine
+# without a GPU, where CI builds it (-DCMAKE_CUDA_ARCHITECTURES=... to change it).
+option(STAG_CUDA "Build the CUDA backend when a CUDA toolkit is found" ON)
 set(STAG_OPTIONAL_REPORT "")
-if(STAG_CUDA AND (EXISTS /usr/local/cuda/bin/nvcc OR DEFINED ENV{CUDACXX}))
-  set(STAG_CUDA_FOUND_AT /usr/local/cuda)
-  if(DEFINED ENV{CUDACXX})
-    set(STAG_CUDA_FOUND_AT $ENV{CUDACXX})
+set(STAG_HAVE_CUDA OFF)
+# Sanitizer and fuzzing builds are for the host code: their flags are not nvcc's.
+if(STAG_SANITIZE OR STAG_TSAN OR STAG_FUZZ)
+  set(STAG_CUDA_SKIP_REASON "a sanitizer or fuzzing build")
+endif()
+if(STAG_CUDA AND NOT STAG_CUDA_SKIP_REASON)
+  if(NOT DEFINED ENV{CUDACXX} AND NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
   endif()
-  string(APPEND STAG_OPTIONAL_REPORT "CUDA toolkit found (${STAG_CUDA_FOUND_AT}) but no GPU backend is built yet")
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 90)
+    endif()
+    enable_language(CUDA)
+    # NOTE: CMake 3.25 does not know nvcc's C++20 flag (it rejects CUDA_STANDARD 20): say it.
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    find_package(CUDAToolkit)
+    if(CUDAToolkit_FOUND AND CUDAToolkit_VERSION VERSION_GREATER_EQUAL 12)
+      set(STAG_HAVE_CUDA ON)
+    endif()
+  endif()
+endif()
+if(STAG_HAVE_CUDA)
+  string(APPEND STAG_OPTIONAL_REPORT "CUDA ${CUDAToolkit_VERSION} found (GPU backend for sm_${CMAKE_CUDA_ARCHITECTURES})")
+elseif(STAG_CUDA_SKIP_REASON)
+  string(APPEND STAG_OPTIONAL_REPORT "CUDA skipped (${STAG_CUDA_SKIP_REASON})")
 elseif(STAG_CUDA)
-  string(APPEND STAG_OPTIONAL_REPORT "CUDA skipped (no toolkit)")
+  string(APPEND STAG_OPTIONAL_REPORT "CUDA skipped (no toolkit >= 12)")
 else()
   string(APPEND STAG_OPTIONAL_REPORT "CUDA skipped (STAG_CUDA=OFF)")
 endif()

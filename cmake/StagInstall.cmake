@@ -7,7 +7,11 @@ foreach(dir graph ops autodiff runtime models)
 endforeach()
 install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/stag.hpp ${CMAKE_CURRENT_SOURCE_DIR}/core.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/stag)
 
-install(TARGETS stag_graph stag EXPORT stagTargets
+set(STAG_INSTALL_TARGETS stag_graph stag)
+if(STAG_HAVE_CUDA)
+  list(APPEND STAG_INSTALL_TARGETS stag_cuda_kernels)
+endif()
+install(TARGETS ${STAG_INSTALL_TARGETS} EXPORT stagTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(EXPORT stagTargets NAMESPACE stag:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/stag)

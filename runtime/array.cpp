@@ -31,6 +31,14 @@ std::int64_t Array::numel() const {
   return n;
 }
 
+Array Array::wrap(DType dtype, std::vector<std::int64_t> dims, std::shared_ptr<std::byte> data) {
+  Array a;
+  a.dtype_ = dtype;
+  a.dims_ = std::move(dims);
+  a.data_ = std::move(data);
+  return a;
+}
+
 TensorView Array::view() const {
   TensorView v;
   v.data = const_cast<std::byte*>(data_.get());

@@ -25,6 +25,11 @@ class Array {
   template <class T>
   static Array from_vector(std::vector<std::int64_t> dims, const std::vector<T>& values);
 
+  // An array over memory someone else allocated and frees (the deleter of `data`), e.g. a
+  // parameter's copy on a GPU. NOTE: device memory must not be read through raw() on the host;
+  // such arrays are only handed to the planner, which bakes their pointers into kernels.
+  static Array wrap(DType dtype, std::vector<std::int64_t> dims, std::shared_ptr<std::byte> data);
+
   DType dtype() const { return dtype_; }
   int rank() const { return static_cast<int>(dims_.size()); }
   const std::vector<std::int64_t>& dims() const { return dims_; }

@@ -13,6 +13,7 @@
 
 #include <omp.h>
 
+#include <stag/ops/unary/math.hpp>
 #include <stag/runtime/cpu/kernel_tables.hpp>
 #include <stag/runtime/plan.hpp>
 
@@ -135,6 +136,44 @@ class ReferenceKernel final : public CpuKernel {
   std::vector<std::pair<TensorView, TensorView>> copies_;
 };
 
+// The operations the planner folded into a matmul (bias, scale, activation, in that order),
+// applied after a kernel that does not do them itself: the matmul's reference kernel where
+// oneDNN has no primitive for it (bf16 operands on a CPU without AVX-512, for instance).
+class PostOpsKernel final : public CpuKernel {
+ public:
+  PostOpsKernel(std::unique_ptr<CpuKernel> k, const CpuNode& n) : k_(std::move(k)), out_(n.out) {
+    post_ = n.post;
+    for (const PostOp& po : post_)
+      folded_ += " +" + std::string(op_name(code(po.kind == PostOp::Kind::eltwise ? po.act
+                                                 : po.kind == PostOp::Kind::bias  ? OpId::add
+                                                                                  : OpId::mul)));
+  }
+  void run() override {
+    k_->run();
+    float* y = out_.as<float>();  // folding needs an f32 matmul output (try_fold)
+    const std::int64_t total = out_.numel(), cols = out_.dims[out_.rank - 1];
+    for (std::int64_t i = 0; i < total; ++i) {
+      float v = y[i];
+      for (const PostOp& po : post_) {
+        if (po.kind == PostOp::Kind::bias)
+          v += static_cast<float>(kernel::load(po.bias, (i % cols) * po.bias.strides[0]));
+        else if (po.kind == PostOp::Kind::scale)
+          v *= po.scale;
+        else
+          v = unary_math::forward<float>(po.act, v, 0.0);
+      }
+      y[i] = v;
+    }
+  }
+  std::string describe() const override { return k_->describe() + folded_; }
+
+ private:
+  std::unique_ptr<CpuKernel> k_;
+  TensorView out_;
+  std::vector<PostOp> post_;
+  std::string folded_;
+};
+
 bool is_reshape_like(OpId op) {
   return op == OpId::reshape || op == OpId::unsqueeze || op == OpId::squeeze;
 }
@@ -230,6 +269,10 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
   plan->bindings = b;
   const int N = g.size();
   const auto idx = [](int i) { return static_cast<std::size_t>(i); };
+  // Which inputs a consumer's kernel reads through any strides, on the plan's device.
+  const auto strided_bits = [&](OpCode op) {
+    return opts.device != nullptr ? opts.device->strided(op_id(op)) : kCpuStrided[op.value];
+  };
 
   // 1. Which nodes the step needs: kept values, side effects (optimizer nodes and every node
   // that writes an input in place, such as a KV-cache write), and everything they read.
@@ -292,7 +335,7 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
     } else if (op == OpId::permute) {
       alias = !consumers[idx(n)].empty();
       for (const auto& [c, k] : consumers[idx(n)])
-        if (kept[idx(n)] || !(kCpuStrided[g.node(c).op.value] & (1u << k))) alias = false;
+        if (kept[idx(n)] || !(strided_bits(g.node(c).op) & (1u << k))) alias = false;
       if (alias) {  // the consumer reads the input through permuted strides
         const Attrs& a = g.attr(n);
         for (int d = 0; d < p.view.rank; ++d) p.view.strides[d] = src->view.strides[a.i[d]];
@@ -305,7 +348,7 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
       p.kernel_name = "view";
       continue;
     }
-    if (opts.fuse) {
+    if (opts.fuse && opts.device == nullptr) {
       const int folded = try_fold(g, n, consumers, kept, fused_into, plan->nodes, post);
       if (folded >= 0) {
         // A folded bias is read by the matmul's kernel: the matmul waits for it. (A folded
@@ -412,10 +455,16 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
   plan->memory = place_buffers(reqs);
   const std::size_t arena_size =
       static_cast<std::size_t>((std::max<std::int64_t>(plan->memory.peak, 64) + 63) / 64 * 64);
-  plan->arena_ = static_cast<std::byte*>(std::aligned_alloc(64, arena_size));
-  if (plan->arena_ == nullptr)
-    throw Error("stag: out of memory allocating a " + std::to_string(arena_size) + "-byte arena");
-  std::memset(plan->arena_, 0, arena_size);
+  if (opts.device != nullptr) {
+    plan->arena_ = static_cast<std::byte*>(opts.device->alloc(arena_size));  // zero-filled
+    plan->device_ = opts.device;
+    plan->device_state_ = opts.device->plan_state(g, N, opts.tf32);
+  } else {
+    plan->arena_ = static_cast<std::byte*>(std::aligned_alloc(64, arena_size));
+    if (plan->arena_ == nullptr)
+      throw Error("stag: out of memory allocating a " + std::to_string(arena_size) + "-byte arena");
+    std::memset(plan->arena_, 0, arena_size);
+  }
   for (int n = 0; n < N; ++n) {
     NodePlan& p = plan->nodes[idx(n)];
     if (p.kind == NodePlan::Kind::alias) {
@@ -504,21 +553,30 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
     cn.post = post[idx(n)];
     for (PostOp& po : cn.post)
       if (po.kind == PostOp::Kind::bias) po.bias = plan->nodes[idx(po.node)].view;
+    if (opts.device != nullptr) {
+      p.kernel = opts.device->make_kernel(cn, *plan->device_state_);
+      p.kernel_name = p.kernel->describe();
+      plan->order.push_back(n);
+      continue;
+    }
     const bool small = ctx.threads > 1 && is_small_node(op_id(nd.op), cn);
     if (const CpuFactory f = kCpuFactories[nd.op.value]) {
       std::optional<OneThread> one;
       if (small) one.emplace();  // oneDNN sizes some primitives' work split when made
       p.kernel = f(cn);
     }
-    if (!p.kernel && !cn.post.empty())
-      throw Error("stag: internal error: " + g.name(n) +
-                  ": no kernel for the operations folded into it");
     if (!p.kernel) {
       const KernelFn ref = kReferenceKernels[nd.op.value];
       if (ref == nullptr)
         throw Error("stag: op '" + std::string(op_name(nd.op)) + "' (node " + g.name(n) +
                     ") has no CPU kernel");
       p.kernel = std::make_unique<ReferenceKernel>(cn, ref);
+      if (!cn.post.empty()) {
+        if (cn.out.dtype != DType::f32 || !cn.out.contiguous())
+          throw Error("stag: internal error: " + g.name(n) +
+                      ": no kernel for the operations folded into it");
+        p.kernel = std::make_unique<PostOpsKernel>(std::move(p.kernel), cn);
+      }
     }
     if (small) p.kernel = std::make_unique<OneThreadKernel>(std::move(p.kernel));
     p.kernel_name = p.kernel->describe();
@@ -528,6 +586,10 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
   // 9. Synced values (data-parallel gradients): each is final once the node computing it has
   // run, and every node that reads it waits for the other ranks' part. Index order is the
   // execution order, so slots are numbered in the order they become final.
+  if (opts.sync != nullptr && !opts.synced.empty() && opts.device != nullptr)
+    throw Error("stag: data-parallel gradients on " +
+                std::string(device_name(opts.device->device())) +
+                " need NCCL, which this stag does not build yet; train data-parallel on the CPU");
   if (opts.sync != nullptr && !opts.synced.empty()) {
     plan->sync_wait_.assign(idx(N), {});
     plan->sync_ready_.assign(idx(N), {});
@@ -600,7 +662,8 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
     for (int u : users[bi]) last = std::max(last, pos[idx(u)]);
     if (last >= 0) plan->poison_after_[idx(last)].push_back(static_cast<int>(bi));
   }
-  if (opts.schedule == Schedule::parallel) plan->build_flow(std::max(1, opts.threads));
+  if (opts.schedule == Schedule::parallel && opts.device == nullptr)
+    plan->build_flow(std::max(1, opts.threads));
   return plan;
 }
 

@@ -10,6 +10,7 @@
 
 #include <stag/ops/cpu_kernel.hpp>
 #include <stag/runtime/bind.hpp>
+#include <stag/runtime/device.hpp>
 #include <stag/runtime/memory_plan.hpp>
 
 namespace stag {
@@ -62,6 +63,10 @@ struct PlanOptions {
   // Values handed to `sync` as they become final (f32 outputs, kept; usually the gradients).
   GradientSync* sync = nullptr;
   std::vector<int> synced;
+  // Another device (runtime/device.hpp): the arena and the kernels come from it, the lowering is
+  // the same; the schedule is the device's stream order, and matmul folding is off.
+  DeviceBackend* device = nullptr;
+  bool tf32 = false;  // device matmuls may use TF32 (off: bit-comparable f32)
 };
 
 struct NodePlan {
@@ -99,7 +104,8 @@ class Plan {
 
   // Runs one step. Exceptions from kernels propagate (the plan stays usable).
   void execute(const PlanOptions& opts);
-  std::byte* arena() const { return arena_; }
+  std::byte* arena() const { return arena_; }  // device memory when the plan has a device
+  DeviceBackend* device() const { return device_; }
 
  private:
   friend std::unique_ptr<Plan> build_plan(const GraphView&, const Bindings&, const NamedArrays&,
@@ -107,6 +113,8 @@ class Plan {
   // The TBB flow graph of Schedule::parallel (runtime/cpu/execute.cpp).
   void build_flow(int threads);
   std::byte* arena_ = nullptr;
+  DeviceBackend* device_ = nullptr;  // owned by the session, which outlives its plans
+  std::unique_ptr<DevicePlanState> device_state_;
   struct Flow;
   std::unique_ptr<Flow> flow_;
   std::vector<std::vector<int>> poison_after_;  // per order index: buffers to poison after it

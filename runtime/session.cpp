@@ -1,7 +1,9 @@
 // Session: parameter store, input binding, plan cache and step execution.
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -41,9 +43,51 @@ std::int64_t plan_cache_bytes() {
   return std::int64_t{1} << 30;
 }
 
+// Device copies of host parameter storage, shared by every session whose parameters share that
+// storage (SessionOptions::shared_params: a training and an evaluation session of one model).
+// The device copy is the current value once a step has run; the epoch counts device steps, so a
+// session knows when its host arrays are behind.
+struct Mirrors {
+  std::mutex m;
+  std::map<const void*, std::weak_ptr<std::byte>> by_host;
+  std::atomic<std::uint64_t> epoch{1};
+};
+Mirrors& mirrors() {
+  static Mirrors* m = new Mirrors;  // NOTE: never destroyed: sessions may outlive statics
+  return *m;
+}
+
+// The bytes of view `v` (of any strides) copied into a new contiguous host array.
+Array fetch(DeviceBackend& dev, const TensorView& v) {
+  Array out(v.dtype, std::vector<std::int64_t>(v.dims, v.dims + v.rank));
+  const auto es = static_cast<std::int64_t>(dtype_size(v.dtype));
+  if (out.numel() == 0) return out;
+  if (v.contiguous()) {
+    dev.to_host(out.raw(), v.data, out.bytes());
+    return out;
+  }
+  // The span the view covers (strides are never negative), then a gather on the host.
+  std::int64_t last = 0;
+  for (int d = 0; d < v.rank; ++d) last += (v.dims[d] - 1) * v.strides[d];
+  std::vector<std::byte> span(static_cast<std::size_t>((last + 1) * es));
+  dev.to_host(span.data(), v.data, span.size());
+  for (std::int64_t i = 0; i < out.numel(); ++i)
+    std::memcpy(static_cast<char*>(out.raw()) + i * es, span.data() + kernel::offset_of(v, i) * es,
+                static_cast<std::size_t>(es));
+  return out;
+}
+
 }  // namespace
 
 Session::Session(const GraphView& g, SessionOptions opts) : g_(g), opts_(std::move(opts)) {
+  if (opts_.device != Device::cpu) {
+    // The op table first: a graph the device cannot run is refused even where it is absent.
+    if (const std::string why = device_unsupported(opts_.device, g_); !why.empty())
+      throw Error(why);
+    device_ = device_backend(opts_.device);  // a stag::Error when the device cannot run here
+    plan_opts_.device = device_.get();
+    plan_opts_.tf32 = opts_.tf32;
+  }
   const int hw = static_cast<int>(std::thread::hardware_concurrency());
   ctx_.threads = opts_.threads > 0 ? opts_.threads : (hw > 0 ? hw : 1);
   plan_opts_.schedule = opts_.schedule;
@@ -104,8 +148,48 @@ void Session::set_param(std::string_view name, const Array& value) {
   if (it->second.dims() != value.dims())
     throw Error("stag::Session: parameter '" + std::string(name) + "': expected " +
                 it->second.shape_string() + ", got " + value.shape_string());
+  if (device_) params();  // the host copy is current before part of it is replaced
   const Array converted = value.to(it->second.dtype());
   std::memcpy(it->second.raw(), converted.raw(), it->second.bytes());
+  if (device_) {
+    auto d = dev_params_.find(name);
+    if (d != dev_params_.end())
+      device_->to_device(d->second.raw(), converted.raw(), it->second.bytes());
+    device_->synchronize();  // `converted` dies here
+  }
+}
+
+const NamedArrays& Session::params() const {
+  if (device_ && pulled_epoch_ != mirrors().epoch.load()) {
+    for (const auto& [name, dev] : dev_params_) {
+      auto h = params_.find(name);
+      if (h != params_.end() && h->second.bytes() > 0)
+        device_->to_host(const_cast<void*>(h->second.raw()), dev.raw(), h->second.bytes());
+    }
+    pulled_epoch_ = mirrors().epoch.load();
+  }
+  return params_;
+}
+
+void Session::mirror_params() {
+  Mirrors& mr = mirrors();
+  const std::lock_guard lock(mr.m);
+  for (const auto& [name, host] : params_) {
+    auto have = dev_params_.find(name);
+    if (have != dev_params_.end() && have->second.dims() == host.dims()) continue;
+    std::shared_ptr<std::byte> dev;
+    if (auto it = mr.by_host.find(host.raw()); it != mr.by_host.end()) dev = it->second.lock();
+    if (!dev) {
+      std::shared_ptr<DeviceBackend> backend = device_;
+      dev = std::shared_ptr<std::byte>(static_cast<std::byte*>(device_->alloc(host.bytes())),
+                                       [backend](std::byte* p) { backend->free(p); });
+      device_->to_device(dev.get(), host.raw(), host.bytes());
+      mr.by_host[host.raw()] = dev;
+    }
+    dev_params_[name] = Array::wrap(host.dtype(), host.dims(), dev);
+  }
+  for (auto it = mr.by_host.begin(); it != mr.by_host.end();)
+    it = it->second.expired() ? mr.by_host.erase(it) : std::next(it);
 }
 
 void Session::set_params(const NamedArrays& values) {
@@ -139,7 +223,11 @@ void Session::run(const StepOptions& step) {
       if (oldest->second.plan.get() == current_) current_ = nullptr;
       plans_.erase(oldest);
     }
-    it = plans_.emplace(b, CachedPlan{build_plan(g_, b, params_, ctx_, state_, plan_opts_)}).first;
+    if (device_) mirror_params();
+    it = plans_
+             .emplace(b, CachedPlan{build_plan(g_, b, device_ ? dev_params_ : params_, ctx_, state_,
+                                               plan_opts_)})
+             .first;
     // Then drop the least recently used others while the arenas exceed the budget.
     const std::int64_t budget = plan_cache_bytes();
     for (;;) {
@@ -161,12 +249,16 @@ void Session::run(const StepOptions& step) {
     const NodePlan& p = current_->nodes[static_cast<std::size_t>(n)];
     if (p.kind != NodePlan::Kind::input) continue;
     const Array& a = inputs_.find(g_.name(n))->second;
-    std::memcpy(p.view.data, a.raw(), a.bytes());
+    if (device_)
+      device_->to_device(p.view.data, a.raw(), a.bytes());
+    else
+      std::memcpy(p.view.data, a.raw(), a.bytes());
   }
   state_.training = step.training;
   state_.step = step.step;
   state_.row_offset = step.row_offset;
   state_.rows = step.rows;
+  if (device_) mirrors().epoch.fetch_add(1);  // after the step the device holds newer values
   current_->execute(plan_opts_);
 }
 
@@ -205,6 +297,7 @@ Array Session::get(std::string_view name) const {
 Array Session::get(int node) const {
   check_readable(node, g_.name(node));
   const TensorView v = current_->nodes[static_cast<std::size_t>(node)].view;
+  if (device_) return fetch(*device_, v);
   Array out(v.dtype, std::vector<std::int64_t>(v.dims, v.dims + v.rank));
   const std::size_t es = dtype_size(v.dtype);
   if (v.contiguous()) {
@@ -221,6 +314,7 @@ Array Session::get(int node) const {
 
 double Session::result() const {
   if (g_.result < 0) throw Error("stag::Session: the graph has no result");
+  if (device_) return fetch(*device_, plan().nodes[static_cast<std::size_t>(g_.result)].view).at(0);
   return kernel::load(plan().nodes[static_cast<std::size_t>(g_.result)].view, 0);
 }
 

@@ -1,6 +1,7 @@
-// stag::Session runs a compile-time graph (inference or training) on the CPU: it owns the
-// parameters, binds named inputs, lowers the graph once per binding of its symbolic dims (a
-// binding seen before reuses its plan) and executes it with oneDNN primitives and own kernels.
+// stag::Session runs a compile-time graph (inference or training) on the CPU or a GPU: it owns
+// the parameters, binds named inputs, lowers the graph once per binding of its symbolic dims (a
+// binding seen before reuses its plan) and executes it with oneDNN primitives and own kernels,
+// or with the CUDA backend's kernels (SessionOptions::device).
 #pragma once
 
 #include <map>
@@ -14,7 +15,13 @@
 namespace stag {
 
 struct SessionOptions {
-  int threads = 0;  // 0: every core the process may use
+  // Where the steps run. Device::cuda keeps the parameters, optimizer state and every
+  // intermediate value on the GPU: inputs are copied in at each run, outputs only when asked
+  // for (get, result), parameters when params() is read. A graph with a node the GPU backend
+  // cannot run is refused when it is planned, with the node's name.
+  Device device = Device::cpu;
+  bool tf32 = false;  // Device::cuda: f32 matmuls may use TF32 tensor cores
+  int threads = 0;    // 0: every core the process may use
   Schedule schedule = Schedule::sequential;
   bool poison_freed = false;           // debug: NaN-fill buffers after their last use
   bool in_place = true;                // let elementwise nodes overwrite inputs that die with them
@@ -60,7 +67,9 @@ class Session {
 
   // Parameters (and optimizer state) by name. They are created from the graph's initialisers
   // as soon as their dims are known (at construction, or at the first run for symbolic ones).
-  const NamedArrays& params() const { return params_; }
+  // On a device they are fetched from it when a step has run since the last fetch; change them
+  // with set_param(s) there (a write into these host arrays does not reach the device).
+  const NamedArrays& params() const;
   bool has_params() const { return !params_.empty() || num_params_ == 0; }
   // Copies `value` into the parameter (shapes must match); pointers held by plans stay valid.
   void set_param(std::string_view name, const Array& value);
@@ -77,8 +86,9 @@ class Session {
   Array get(std::string_view name) const;
   Array get(int node) const;  // by node index (an output, the result or a kept node)
   double result() const;
-  // Zero-copy access; valid until the next run.
+  // Zero-copy access; valid until the next run. On a device the data pointer is device memory.
   TensorView view(std::string_view name) const;
+  Device device() const { return opts_.device; }
 
   // The plan of the last run (kernels, memory).
   const Plan& plan() const;
@@ -93,9 +103,14 @@ class Session {
   void check_readable(int n, std::string_view name) const;
   void ensure_params(const Bindings& b);
   void adopt_shared_params();
+  void mirror_params();  // device: every parameter has its device copy in dev_params_
 
   GraphView g_;
   SessionOptions opts_;
+  // Declared before the plans, which free their arenas through it.
+  std::shared_ptr<DeviceBackend> device_;
+  NamedArrays dev_params_;  // device copies of params_ (Array::wrap), by name
+  mutable std::uint64_t pulled_epoch_ = 0;
   PlanOptions plan_opts_;
   CpuContext ctx_;
   RunState state_;

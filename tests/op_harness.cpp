@@ -7,14 +7,15 @@ namespace {
 // The CPU session as a backend: parameters copied from the reference's, every output and the
 // result kept; `schedule` picks sequential or TBB-parallel execution. Poisoning freed buffers
 // makes any read of a dead buffer show up as NaN.
-Backend cpu_backend(stag::Schedule schedule, std::string name) {
+Backend session_backend(stag::Device device, stag::Schedule schedule, std::string name) {
   Backend be;
   be.name = std::move(name);
-  be.run = [schedule](const stag::GraphView& g, const stag::NamedArrays& inputs,
-                      const stag::NamedArrays& params, const stag::EvalOptions& eval) {
+  be.run = [device, schedule](const stag::GraphView& g, const stag::NamedArrays& inputs,
+                              const stag::NamedArrays& params, const stag::EvalOptions& eval) {
     stag::SessionOptions so;
+    so.device = device;
     so.schedule = schedule;
-    so.poison_freed = schedule == stag::Schedule::sequential;
+    so.poison_freed = schedule == stag::Schedule::sequential && device == stag::Device::cpu;
     if (std::getenv("STAG_TEST_NOFUSE")) so.fuse = false;
     if (std::getenv("STAG_TEST_NOINPLACE")) so.in_place = false;
     so.seed = eval.seed;
@@ -29,13 +30,36 @@ Backend cpu_backend(stag::Schedule schedule, std::string name) {
     for (const stag::OutputEntry& o : g.outputs) out.emplace_back(o.node, s.get(o.node));
     return out;
   };
+  if (device != stag::Device::cpu)
+    be.unsupported = [device](const stag::GraphView& g) {
+      return stag::device_unsupported(device, g);
+    };
   return be;
+}
+
+std::vector<Backend> make_backends() {
+  const char* dev = std::getenv("STAG_TEST_DEVICE");
+  if (dev != nullptr && std::string(dev) == "cuda") {
+    std::string why;
+    if (!stag::cuda_available(&why))
+      throw std::runtime_error("STAG_TEST_DEVICE=cuda, but " + why);  // never a silent pass
+    return {session_backend(stag::Device::cuda, stag::Schedule::sequential, "cuda")};
+  }
+  return {session_backend(stag::Device::cpu, stag::Schedule::sequential, "cpu"),
+          session_backend(stag::Device::cpu, stag::Schedule::parallel, "cpu-parallel")};
 }
 }  // namespace
 
+bool skips(const Backend& be, const stag::GraphView& g) {
+  if (!be.unsupported) return false;
+  const std::string why = be.unsupported(g);
+  if (why.empty()) return false;
+  WARN(be.name << " skips a graph: " << why);
+  return true;
+}
+
 std::vector<Backend>& backends() {
-  static std::vector<Backend> all = {cpu_backend(stag::Schedule::sequential, "cpu"),
-                                     cpu_backend(stag::Schedule::parallel, "cpu-parallel")};
+  static std::vector<Backend> all = make_backends();
   return all;
 }
 
@@ -87,6 +111,7 @@ void check_op(const OpCheck& c) {
       const stag::GraphView graphs[2] = {c.forward, c.train};
       for (const stag::GraphView& g : graphs) {
         if (g.size() == 0) continue;
+        if (skips(be, g)) continue;
         const stag::Evaluation ref = stag::evaluate_reference(g, in, params, c.eval);
         for (const auto& [node, value] : be.run(g, in, params, c.eval))
           require_agree(value, ref.node(node), be.tolerance,

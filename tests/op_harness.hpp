@@ -20,10 +20,16 @@ struct Backend {
       const stag::EvalOptions&)>
       run;
   double tolerance = 1e-4;  // max abs difference from the reference, relative to max(1, |ref|)
+  // Non-empty: why the backend cannot run this graph (an op without a kernel on the device);
+  // the harness then warns and checks the other backends.
+  std::function<std::string(const stag::GraphView&)> unsupported;
 };
 
-// Backends register themselves here (runtime tests add the CPU session, CUDA when present).
+// The backends under test: the CPU session (sequential and TBB-parallel), or with
+// STAG_TEST_DEVICE=cuda only the CUDA session (ctest label `cuda`, run where a GPU is).
 std::vector<Backend>& backends();
+// True (with a warning naming the reason) when `be` cannot run `g`.
+bool skips(const Backend& be, const stag::GraphView& g);
 
 struct OpCheck {
   std::string what;         // shown on failure

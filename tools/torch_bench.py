@@ -418,15 +418,38 @@ def run_one(config, mode, variant, args):
     torch.manual_seed(1)
     prefix = args.prefix or (f"schedule.{args.label}" if args.label else None)
     if config == "peak":
-        a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
-        ms, _ = time_steps(lambda i: torch.mm(a, b), 2, 10)
-        emit("peak", "matmul_gflops", 2 * 2048 ** 3 / 1e9 / (ms / 1e3), "GFLOP/s", prefix)
+        n = 2048 if args.device == "cpu" else 8192
+        a, b = torch.randn(n, n, device=args.device), torch.randn(n, n, device=args.device)
+        sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
+
+        def mm(i):
+            torch.mm(a, b)
+            sync()
+        ms, _ = time_steps(mm, 2, 10)
+        emit("peak" if args.device == "cpu" else "cuda_peak", "matmul_gflops",
+             2 * n ** 3 / 1e9 / (ms / 1e3), "GFLOP/s", prefix)
+        if args.device == "cuda":
+            a16, b16 = a.bfloat16(), b.bfloat16()
+            ms, _ = time_steps(lambda i: (torch.mm(a16, b16), sync()), 2, 10)
+            emit("cuda_peak", "matmul_bf16_gflops", 2 * n ** 3 / 1e9 / (ms / 1e3), "GFLOP/s", prefix)
         return
     name = metric_config(config, variant)
     model, inputs = build_models()[config, variant]()
-    # The bf16 variant: PyTorch's CPU autocast (matmuls in bf16, f32 master weights), as stag's
+    # --device cuda: everything on the GPU, each timed step ends with a synchronize; --compile:
+    # torch.compile's default mode. Their metrics are torch.cuda_<config>.* and torch.compile_...
+    dev = torch.device(args.device)
+    model = model.to(dev)
+    inputs = tuple(t.to(dev) for t in inputs)
+    if args.compile:
+        model = torch.compile(model)
+    if args.device == "cuda":
+        name = "cuda_" + name
+    if args.compile:
+        name = "compile_" + name
+    sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
+    # The bf16 variant: PyTorch's autocast (matmuls in bf16, f32 master weights), as stag's
     # *_bf16 configs; the other variants run f32.
-    autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if variant == "bf16" \
+    autocast = (lambda: torch.autocast(args.device, dtype=torch.bfloat16)) if variant == "bf16" \
         else contextlib.nullcontext
     if mode == "train":
         model.train()
@@ -465,6 +488,7 @@ def run_one(config, mode, variant, args):
         def forward(i):
             with torch.inference_mode(), autocast():
                 loss_box[0] = model(*inputs)
+            sync()
 
         ms, cpu = time_steps(forward, args.warmup, args.steps)
         if not math.isfinite(float(loss_box[0])):
@@ -564,6 +588,10 @@ def main():
     ap.add_argument("--check-variants", action="store_true",
                     help="compare the hand and modules variants of cls and tf on the same weights and exit")
     ap.add_argument("--show-config", action="store_true", help="print torch.__config__.show() and exit")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                    help="cuda: models, inputs and optimizer on the GPU (metrics torch.cuda_<config>.*)")
+    ap.add_argument("--compile", action="store_true",
+                    help="torch.compile the model (metrics torch.compile_<config>.*)")
     args = ap.parse_args()
     variant = args.variant or ("all" if args.config == "all" else "hand")
     if args.warmup_study and args.label:
@@ -622,7 +650,9 @@ def main():
                 for w in warmups:
                     cmd = [sys.executable, os.path.abspath(__file__), "--config", c, "--mode", m, "--variant", v,
                            "--threads", str(args.threads), "--steps", str(args.steps), "--warmup", str(w),
-                           "--foreach", str(args.foreach)]
+                           "--foreach", str(args.foreach), "--device", args.device]
+                    if args.compile:
+                        cmd.append("--compile")
                     if args.warmup_study:
                         cmd += ["--prefix", f"warmup_{w}"]
                     elif args.label:

@@ -90,6 +90,7 @@ TEST_CASE("cumsum: the CPU kernel is the reference's sequential sum, bit for bit
   const Evaluation ref = evaluate_reference(big, in, {});
   for (const th::Backend& be : th::backends()) {
     INFO("backend " << be.name);
+    if (th::skips(be, big)) continue;
     int seen = 0;
     for (const auto& [node, value] : be.run(big, in, {}, {})) {
       if (node == big.result) continue;  // a sum: its order differs between kernels

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cmath>
+
 #include <cstdint>
+#include <stag/ops/hd.hpp>
 
 namespace stag::optim {
 
@@ -15,8 +17,8 @@ struct AdamScalars {
 // The scalars of one Adam step at step t: from the node's attrs, or (when the node has the
 // optional settings input) from `hp` = {beta1, beta2, eps, weight decay}, with the decay zeroed
 // for parameters created without it. Both backends call this, so they agree bit for bit.
-inline AdamScalars adam_scalars(float lr, double t, const double* attr_f,
-                                const std::int64_t* attr_i, const float* hp) {
+STAG_HD inline AdamScalars adam_scalars(float lr, double t, const double* attr_f,
+                                        const std::int64_t* attr_i, const float* hp) {
   const double b1 = hp ? hp[0] : attr_f[0], b2 = hp ? hp[1] : attr_f[1];
   const double eps = hp ? hp[2] : attr_f[2];
   const double wd = hp ? (attr_i[1] ? hp[3] : 0.0) : attr_f[3];
@@ -33,13 +35,14 @@ inline AdamScalars adam_scalars(float lr, double t, const double* attr_f,
 struct SgdScalars {
   float momentum, wd;
 };
-inline SgdScalars sgd_scalars(const double* attr_f, const std::int64_t* attr_i, const float* hp) {
+STAG_HD inline SgdScalars sgd_scalars(const double* attr_f, const std::int64_t* attr_i,
+                                      const float* hp) {
   if (hp) return {hp[0], attr_i[1] ? hp[1] : 0.f};
   return {static_cast<float>(attr_f[0]), static_cast<float>(attr_f[1])};
 }
 
 template <class T>
-inline void adam_step(T& p, T g, T& m, T& v, const AdamScalars& s) {
+STAG_HD inline void adam_step(T& p, T g, T& m, T& v, const AdamScalars& s) {
   if (!s.decoupled) g += static_cast<T>(s.wd) * p;
   m = static_cast<T>(s.beta1) * m + static_cast<T>(1 - s.beta1) * g;
   v = static_cast<T>(s.beta2) * v + static_cast<T>(1 - s.beta2) * g * g;
@@ -49,7 +52,7 @@ inline void adam_step(T& p, T g, T& m, T& v, const AdamScalars& s) {
 }
 
 template <class T>
-inline void sgd_step(T& p, T g, T& buf, float lr, float momentum, float wd, bool nesterov) {
+STAG_HD inline void sgd_step(T& p, T g, T& buf, float lr, float momentum, float wd, bool nesterov) {
   g += static_cast<T>(wd) * p;
   buf = static_cast<T>(momentum) * buf + g;
   p -= static_cast<T>(lr) * (nesterov ? g + static_cast<T>(momentum) * buf : buf);

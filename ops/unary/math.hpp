@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include <stag/ops/hd.hpp>
+
 #include <stag/ops/op_list.hpp>
 
 namespace stag::unary_math {
@@ -15,14 +17,14 @@ inline constexpr double kGeluTanhC = 0.044715;
 // m moves by m. In f32 a tiny negative x then rounds to m itself (-1e-9 mod 1 = 1.0f), as in
 // PyTorch.
 template <class T>
-T remainder(T x, T m) {
+STAG_HD T remainder(T x, T m) {
   const T r = std::fmod(x, m);
   return r != T(0) && ((r < T(0)) != (m < T(0))) ? r + m : r;
 }
 
 // p and q: the op's attrs f[0] and f[1] (pow's exponent, elu's alpha, clamp's bounds, mod's m).
 template <class T>
-T forward(OpId op, T x, double p, double q = 0) {
+STAG_HD T forward(OpId op, T x, double p, double q = 0) {
   switch (op) {
     case OpId::neg:
       return -x;
@@ -75,7 +77,7 @@ T forward(OpId op, T x, double p, double q = 0) {
 // NOTE: relu and abs have a kink at 0; their derivative there is taken as 0. clamp's is 1 at
 // its bounds (PyTorch's choice).
 template <class T>
-T backward(OpId op, T x, T y, T g, double p, double q = 0) {
+STAG_HD T backward(OpId op, T x, T y, T g, double p, double q = 0) {
   switch (op) {
     case OpId::neg:
       return -g;

@@ -48,10 +48,33 @@ struct Plan::Flow {
 Plan::Plan() = default;
 
 Plan::~Plan() {
-  std::free(arena_);
+  // Kernels may hold device memory of their own: they go before the arena and the device state.
+  nodes.clear();
+  device_state_.reset();
+  if (device_ != nullptr)
+    device_->free(arena_);
+  else
+    std::free(arena_);
 }
 
 void Plan::execute(const PlanOptions& opts) {
+  if (device_ != nullptr) {  // the kernels enqueue on the device's stream, in order
+    if (opts.profile) {
+      node_seconds.resize(nodes.size(), 0.0);
+      ++profiled_steps;
+    }
+    for (int n : order) {
+      const auto t0 = std::chrono::steady_clock::now();
+      nodes[idx(n)].kernel->run();
+      if (opts.profile) {  // NOTE: waits after each node, so the times are per kernel
+        device_->synchronize();
+        node_seconds[idx(n)] +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
+    }
+    device_->finish_step(*device_state_);
+    return;
+  }
   if (opts.schedule == Schedule::parallel && flow_ && !opts.profile) {
 #ifdef STAG_TSAN_EDGES
     __tsan_release(flow_.get());  // what this thread wrote (inputs) before the nodes run

@@ -1,0 +1,121 @@
+// The CUDA backend's launch interface: plain functions, defined next to each op in
+// ops/<op>/cuda.cu, that enqueue one op's kernels on a stream. This header is all that nvcc and
+// the host side share: it includes no graph header, so nvcc never parses the constexpr graph
+// code. The host side (runtime/cuda/kernels.cpp) checks every argument before it calls one of
+// these (runtime/cuda/launch_checks.hpp); the functions trust what they are given.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace stag::cuda {
+
+inline constexpr int kRank = 6;  // = stag::kMaxRank (static_assert in runtime/cuda/kernels.cpp)
+
+// Element types, numbered as stag::DType.
+enum class Dt : std::uint8_t { f32, f64, bf16, i32, i64, boolean };
+
+// A device tensor: dims and strides in elements (a stride of 0 broadcasts).
+struct Tensor {
+  void* data = nullptr;
+  Dt dtype = Dt::f32;
+  int rank = 0;
+  std::int64_t dims[kRank] = {};
+  std::int64_t strides[kRank] = {};
+};
+
+// What every launch gets: the stream (a cudaStream_t) and the plan's device word where a kernel
+// that finds a bad input (an id outside its table) records (tag << 40) | flat position, the
+// smallest winning, so that the host can name the node and the position after the step as the
+// CPU does (runtime/cuda/backend.cpp). The optimizer kernels skip their update when the word is
+// set: a step with a bad input changes no parameter.
+struct Launch {
+  void* stream = nullptr;
+  unsigned long long* bad = nullptr;  // ~0: nothing bad seen
+  unsigned long long tag = 0;         // this node's number in the plan
+};
+inline constexpr int kBadPositionBits = 40;
+
+// Run-time scalars an op reads from device memory (optimizer inputs): pointers to one f32 each.
+struct Scalars {
+  const float* p[4] = {};
+};
+
+// ---- elementwise (ops/unary, binary, compare, logical, where, masked_fill, cast, ...) --------
+// Every input is read broadcast to `out`'s dims through its strides; out is contiguous.
+// `op` is the stag::OpId value; p and q the op's attrs f[0] and f[1].
+void unary(const Launch&, int op, double p, double q, const Tensor& x, const Tensor& out);
+void unary_backward(const Launch&, int fwd_op, double p, double q, const Tensor& x, const Tensor& y,
+                    const Tensor& g, const Tensor& out);
+void binary(const Launch&, int op, const Tensor& a, const Tensor& b, const Tensor& out);
+void compare(const Launch&, int op, const Tensor& a, const Tensor& b, const Tensor& out);
+void logical(const Launch&, int op, const Tensor& a, const Tensor& b, const Tensor& out);
+void where(const Launch&, const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out);
+void masked_fill(const Launch&, const Tensor& x, const Tensor& mask, double value,
+                 const Tensor& out);
+// Rounds each element once to out's dtype (cast); also the strided copy behind permute,
+// expand, slice, concat and stop_gradient when the dtypes agree.
+void convert(const Launch&, const Tensor& x, const Tensor& out);
+void fill(const Launch&, double value, const Tensor& out);        // constant
+void iota(const Launch&, std::int64_t start, const Tensor& out);  // positions
+void causal_mask(const Launch&, const Tensor& out);               // [Sq, Sk] bool
+void padding_mask(const Launch&, const Tensor& lengths, const Tensor& out);
+void dropout(const Launch&, double p, std::uint64_t seed, std::uint64_t step, std::uint64_t salt,
+             std::uint64_t index_offset, const Tensor& x, const Tensor& out);
+
+// ---- rows (ops/softmax, layer_norm, rms_norm, cross_entropy, embedding, reduce) -------------
+void softmax(const Launch&, bool log, int axis, const Tensor& x, const Tensor* mask,
+             const Tensor& out);
+void softmax_backward(const Launch&, bool log, int axis, const Tensor& y, const Tensor& g,
+                      const Tensor& out);
+// n: the length of one normalised row (the product of the last normalised dims).
+void layer_norm(const Launch&, std::int64_t n, double eps, const Tensor& x, const Tensor* w,
+                const Tensor* b, const Tensor& out);
+void layer_norm_backward(const Launch&, std::int64_t n, double eps, const Tensor& x,
+                         const Tensor* w, const Tensor& g, const Tensor& out);
+void rms_norm(const Launch&, std::int64_t n, double eps, const Tensor& x, const Tensor* w,
+              const Tensor& out);
+void rms_norm_backward(const Launch&, std::int64_t n, double eps, const Tensor& x, const Tensor* w,
+                       const Tensor& g, const Tensor& out);
+// fold: 0 sum, 1 mean, 2 max; mask: bit d set = dim d of x is reduced.
+void reduce(const Launch&, int fold, std::uint32_t mask, const Tensor& x, const Tensor& out);
+// A label outside [0, classes) that is not ignore_index records its position in Launch::bad.
+// Scratch: cross_entropy_workspace(rows) bytes of device memory (per-row sums, kept in order
+// so the mean is summed in one fixed order: deterministic).
+std::size_t cross_entropy_workspace(std::int64_t rows);
+void cross_entropy(const Launch&, std::int64_t ignore, double smoothing, const Tensor& logits,
+                   const Tensor& labels, const Tensor& out, void* workspace);
+void cross_entropy_backward(const Launch&, std::int64_t ignore, double smoothing,
+                            const Tensor& logits, const Tensor& labels, const Tensor& g,
+                            const Tensor& out, void* workspace);
+void mse_loss(const Launch&, const Tensor& pred, const Tensor& target, const Tensor& out);
+// An id outside the table records its position in Launch::bad (the row is then zeros).
+void embedding(const Launch&, const Tensor& ids, const Tensor& table, const Tensor& out);
+// Deterministic scatter-add: the (id, position) pairs are sorted stably (CUB radix sort), then
+// one thread per (id, column) sums that id's gradient rows in position order, in double.
+std::size_t embedding_backward_workspace(std::int64_t positions);
+void embedding_backward(const Launch&, const Tensor& ids, const Tensor& g, const Tensor& out,
+                        void* workspace, std::size_t workspace_bytes);
+
+// ---- positions (ops/rope) -------------------------------------------------------------------
+// Rotates pairs (i, i + Dh/2) of x's rows by (p + offset) * theta^(-2i/Dh), angles in double;
+// p = s, or positions[s] ([S] or [B, S], any integer or float dtype) when given.
+void rope(const Launch&, double theta, std::int64_t offset, bool inverse, const Tensor& x,
+          const Tensor* positions, const Tensor& out);
+
+// ---- optimizers (ops/optim) ------------------------------------------------------------------
+// Scalars are device pointers: sgd {lr, gscale}, adam {lr, t, gscale}; hp: the optional
+// settings input (nullptr: the attrs). attr_f / attr_i: the node's attrs (copied by value).
+struct OptimAttrs {
+  double f[4] = {};
+  std::int64_t i[2] = {};
+};
+// Both skip the update when gscale is not finite or Launch::bad is set.
+void sgd_update(const Launch&, const OptimAttrs&, const Tensor& p, const Tensor& g,
+                const Tensor& buf, const float* lr, const float* gscale, const float* hp,
+                const Tensor& out);
+void adam_update(const Launch&, const OptimAttrs&, const Tensor& p, const Tensor& g,
+                 const Tensor& m, const Tensor& v, const float* lr, const float* t,
+                 const float* gscale, const float* hp, const Tensor& out);
+
+}  // namespace stag::cuda

@@ -1,0 +1,681 @@
+// The CUDA backend's kernel table: for every op, the factory that turns a planned node into a
+// NodeKernel calling its launch function (ops/<op>/cuda.cu), or the reason the GPU cannot run
+// it. A static_assert below names any op that has neither, so a new op cannot be forgotten.
+// Factories check dtypes and layouts at plan time and refuse what the kernels do not handle.
+#include <cstring>
+
+#include <stag/runtime/array.hpp>
+#include <stag/runtime/cpu/kernel_tables.hpp>
+#include <stag/runtime/cuda/backend.hpp>
+#include <stag/runtime/cuda/kernels.hpp>
+
+namespace stag::cuda {
+
+static_assert(kRank == kMaxRank, "the launch interface's rank must be stag's");
+static_assert(static_cast<int>(Dt::boolean) == static_cast<int>(DType::boolean) &&
+                  static_cast<int>(Dt::bf16) == static_cast<int>(DType::bf16) &&
+                  static_cast<int>(Dt::i64) == static_cast<int>(DType::i64),
+              "cuda::Dt must number the dtypes as stag::DType");
+
+Tensor tensor(const TensorView& v) {
+  Tensor t;
+  t.data = v.data;
+  t.dtype = static_cast<Dt>(v.dtype);
+  t.rank = v.rank;
+  for (int d = 0; d < v.rank; ++d) {
+    t.dims[d] = v.dims[d];
+    t.strides[d] = v.strides[d];
+  }
+  return t;
+}
+
+Tensor sub(const Tensor& whole, int axis, std::int64_t start, std::int64_t len) {
+  Tensor t = whole;
+  t.dims[axis] = len;
+  t.data = static_cast<char*>(whole.data) +
+           start * whole.strides[axis] *
+               static_cast<std::int64_t>(dtype_size(static_cast<DType>(whole.dtype)));
+  return t;
+}
+
+void refuse(const CpuNode& n, const std::string& why) {
+  throw Error("stag: cuda cannot run node '" + n.name() + "' (op " +
+              std::string(op_name(n.n().op)) + "): " + why);
+}
+
+NodeKernel::NodeKernel(const CpuNode& n, PlanState& s, std::string what, bool reports)
+    : g_(n.g),
+      node_(n.node),
+      in_(n.in),
+      out_(n.out),
+      state_(n.state),
+      s_(s),
+      what_(std::move(what)) {
+  if (reports) s.reporters[static_cast<std::size_t>(n.node)] = this;
+}
+
+NodeKernel::~NodeKernel() {
+  if (s_.reporters.size() > static_cast<std::size_t>(node_) &&
+      s_.reporters[static_cast<std::size_t>(node_)] == this)
+    s_.reporters[static_cast<std::size_t>(node_)] = nullptr;
+  for (void* w : workspaces_) s_.backend->free(w);
+}
+
+void* NodeKernel::workspace(std::size_t bytes) {
+  workspaces_.push_back(s_.backend->alloc(bytes));
+  return workspaces_.back();
+}
+
+void NodeKernel::run() {
+  Launch l;
+  l.stream = s_.backend->stream();
+  l.bad = s_.bad;
+  l.tag = static_cast<unsigned long long>(node_);
+  fn_(l);
+  check(cudaGetLastError(), ("launching " + what_ + " for " + g_.name(node_)).c_str());
+}
+
+// The node's inputs copied to the host, and its reference kernel run on them: it throws the
+// same Error the CPU would have (an id outside the table, a label outside the classes, ...).
+void NodeKernel::rethrow_on_host() const {
+  std::vector<Array> host;
+  std::vector<TensorView> views;
+  for (const TensorView& v : in_) {
+    Array a(v.dtype, std::vector<std::int64_t>(v.dims, v.dims + v.rank));
+    if (v.contiguous() && a.bytes() > 0) s_.backend->to_host(a.raw(), v.data, a.bytes());
+    host.push_back(a);
+  }
+  for (const Array& a : host) views.push_back(a.view());
+  Array out(out_.dtype, std::vector<std::int64_t>(out_.dims, out_.dims + out_.rank));
+  const KernelFn ref = kReferenceKernels[g_.node(node_).op.value];
+  if (ref != nullptr) ref(KernelArgs{g_, node_, views, out.view(), state_});
+  throw Error("stag: cuda: node '" + g_.name(node_) +
+              "' reported a bad input that the reference "
+              "kernel accepts (a CUDA kernel bug)");
+}
+
+namespace {
+
+int op_int(const CpuNode& n) {
+  return static_cast<int>(op_id(n.n().op));
+}
+bool float_type(DType t) {
+  return t == DType::f32 || t == DType::f64;
+}
+void need_float(const CpuNode& n, DType t) {
+  if (!float_type(t))
+    refuse(n, std::string("dtype ") + std::string(dtype_name(t)) +
+                  " (the CUDA kernel handles f32 and f64)");
+}
+void need_contiguous(const CpuNode& n) {
+  for (std::size_t k = 0; k < n.in.size(); ++k)
+    if (!n.in[k].contiguous())
+      refuse(n, "input " + std::to_string(k) + " is strided (internal: the plan must copy it)");
+  if (!n.out.contiguous()) refuse(n, "strided output (internal)");
+}
+// Runs the op's reference kernel on views without data: for checks that depend only on
+// dims and attrs (a slice out of range, a dropout p outside [0, 1)), which then throw the
+// CPU's message at plan time. Only called when the check is known to fail.
+[[noreturn]] void throw_reference_check(const CpuNode& n) {
+  std::vector<TensorView> in = n.in;
+  for (TensorView& v : in) v.data = nullptr;
+  TensorView out = n.out;
+  out.data = nullptr;
+  kReferenceKernels[n.n().op.value](KernelArgs{n.g, n.node, in, out, n.state});
+  refuse(n, "invalid attributes");
+}
+
+template <class Fn>
+std::unique_ptr<CpuKernel> node(const CpuNode& n, PlanState& s, std::string what, Fn fn,
+                                bool reports = false) {
+  auto k = std::make_unique<NodeKernel>(n, s, "cuda " + what, reports);
+  k->set(std::move(fn));
+  return k;
+}
+
+// ---- elementwise ----------------------------------------------------------------------------
+std::unique_ptr<CpuKernel> make_unary(const CpuNode& n, PlanState& s) {
+  need_float(n, n.out.dtype);
+  const int op = op_int(n);
+  const double p = n.attr().f[0], q = n.attr().f[1];
+  const Tensor x = tensor(n.in[0]), y = tensor(n.out);
+  return node(n, s, "unary", [=](const Launch& l) { unary(l, op, p, q, x, y); });
+}
+std::unique_ptr<CpuKernel> make_unary_backward(const CpuNode& n, PlanState& s) {
+  need_float(n, n.out.dtype);
+  const auto fwd = static_cast<int>(n.attr().i[0]);
+  const double p = n.attr().f[0], q = n.attr().f[1];
+  const Tensor x = tensor(n.in[0]), y = tensor(n.in[1]), g = tensor(n.in[2]), dx = tensor(n.out);
+  return node(n, s, "unary_backward",
+              [=](const Launch& l) { unary_backward(l, fwd, p, q, x, y, g, dx); });
+}
+std::unique_ptr<CpuKernel> make_binary(const CpuNode& n, PlanState& s) {
+  const DType t = n.out.dtype;
+  if (t == DType::bf16 || t == DType::boolean) refuse(n, "dtype " + std::string(dtype_name(t)));
+  const int op = op_int(n);
+  const Tensor a = tensor(n.in[0]), b = tensor(n.in[1]), out = tensor(n.out);
+  const bool reports = op_id(n.n().op) == OpId::div && !float_type(t);
+  return node(
+      n, s, "binary", [=](const Launch& l) { binary(l, op, a, b, out); }, reports);
+}
+std::unique_ptr<CpuKernel> make_compare(const CpuNode& n, PlanState& s) {
+  if (n.in[0].dtype == DType::bf16) refuse(n, "bf16 operands");
+  const int op = op_int(n);
+  const Tensor a = tensor(n.in[0]), b = tensor(n.in[1]), out = tensor(n.out);
+  return node(n, s, "compare", [=](const Launch& l) { compare(l, op, a, b, out); });
+}
+std::unique_ptr<CpuKernel> make_logical(const CpuNode& n, PlanState& s) {
+  const int op = op_int(n);
+  const Tensor a = tensor(n.in[0]), b = tensor(n.in.size() > 1 ? n.in[1] : n.in[0]),
+               out = tensor(n.out);
+  return node(n, s, "logical", [=](const Launch& l) { logical(l, op, a, b, out); });
+}
+std::unique_ptr<CpuKernel> make_where(const CpuNode& n, PlanState& s) {
+  const Tensor c = tensor(n.in[0]), a = tensor(n.in[1]), b = tensor(n.in[2]), out = tensor(n.out);
+  return node(n, s, "where", [=](const Launch& l) { where(l, c, a, b, out); });
+}
+std::unique_ptr<CpuKernel> make_masked_fill(const CpuNode& n, PlanState& s) {
+  const double value = n.attr().f[0];
+  const Tensor x = tensor(n.in[0]), m = tensor(n.in[1]), out = tensor(n.out);
+  return node(n, s, "masked_fill", [=](const Launch& l) { masked_fill(l, x, m, value, out); });
+}
+// A strided copy: out's dims, x read through `x` (already reshaped to out's dims).
+std::unique_ptr<CpuKernel> copy_node(const CpuNode& n, PlanState& s, std::string what, Tensor x,
+                                     Tensor out) {
+  return node(n, s, std::move(what), [=](const Launch& l) { convert(l, x, out); });
+}
+std::unique_ptr<CpuKernel> make_cast(const CpuNode& n, PlanState& s) {
+  return copy_node(n, s, "cast", tensor(n.in[0]), tensor(n.out));
+}
+std::unique_ptr<CpuKernel> make_copy(const CpuNode& n, PlanState& s) {  // stop_gradient, expand
+  return copy_node(n, s, "copy", tensor(n.in[0]), tensor(n.out));
+}
+std::unique_ptr<CpuKernel> make_reshape(const CpuNode& n, PlanState& s) {
+  // The input's elements in row-major order: write them into out viewed with the input's dims.
+  Tensor out = tensor(n.in[0]);
+  out.data = n.out.data;
+  std::int64_t st = 1;
+  for (int d = out.rank - 1; d >= 0; --d) {
+    out.strides[d] = st;
+    st *= out.dims[d];
+  }
+  return copy_node(n, s, "copy (reshape)", tensor(n.in[0]), out);
+}
+std::unique_ptr<CpuKernel> make_permute(const CpuNode& n, PlanState& s) {
+  Tensor x = tensor(n.in[0]);
+  const Tensor src = x;
+  for (int k = 0; k < x.rank; ++k) {
+    const auto p = static_cast<int>(n.attr().i[k]);
+    x.dims[k] = src.dims[p];
+    x.strides[k] = src.strides[p];
+  }
+  return copy_node(n, s, "copy (permute)", x, tensor(n.out));
+}
+std::unique_ptr<CpuKernel> make_slice(const CpuNode& n, PlanState& s) {
+  const auto axis = static_cast<int>(n.attr().i[0]);
+  const std::int64_t start = n.attr().i[1], end = n.attr().i[2];
+  if (!(start >= 0 && end >= start && end <= n.in[0].dims[axis])) throw_reference_check(n);
+  return copy_node(n, s, "copy (slice)", sub(tensor(n.in[0]), axis, start, end - start),
+                   tensor(n.out));
+}
+std::unique_ptr<CpuKernel> make_slice_backward(const CpuNode& n, PlanState& s) {
+  const auto axis = static_cast<int>(n.attr().i[0]);
+  const std::int64_t start = n.attr().i[1], end = n.attr().i[2];
+  if (!(start >= 0 && end >= start && end <= n.out.dims[axis])) throw_reference_check(n);
+  const Tensor part = tensor(n.in[0]), out = tensor(n.out);
+  const Tensor dst = sub(out, axis, start, end - start);
+  return node(n, s, "slice_backward", [=](const Launch& l) {
+    fill(l, 0.0, out);
+    convert(l, part, dst);
+  });
+}
+std::unique_ptr<CpuKernel> make_concat(const CpuNode& n, PlanState& s) {
+  const auto axis = static_cast<int>(n.attr().i[0]);
+  std::vector<std::pair<Tensor, Tensor>> copies;
+  std::int64_t offset = 0;
+  const Tensor out = tensor(n.out);
+  for (const TensorView& part : n.in) {
+    copies.emplace_back(tensor(part), sub(out, axis, offset, part.dims[axis]));
+    offset += part.dims[axis];
+  }
+  if (offset != n.out.dims[axis]) refuse(n, "internal: the inputs do not fill the output");
+  return node(n, s, "concat", [=](const Launch& l) {
+    for (const auto& [src, dst] : copies) convert(l, src, dst);
+  });
+}
+std::unique_ptr<CpuKernel> make_concat_backward(const CpuNode& n, PlanState& s) {
+  const auto axis = static_cast<int>(n.attr().i[0]);
+  const std::int64_t prefix = n.attr().i[2], total = n.attr().i[3];
+  const std::int64_t whole = n.in[0].dims[axis];
+  if (total < 0 || prefix < 0 || (total > 0 && whole % total != 0)) throw_reference_check(n);
+  const std::int64_t offset = prefix * (total > 0 ? whole / total : 0);
+  if (offset + n.out.dims[axis] > whole) throw_reference_check(n);
+  return copy_node(n, s, "copy (concat_backward)",
+                   sub(tensor(n.in[0]), axis, offset, n.out.dims[axis]), tensor(n.out));
+}
+std::unique_ptr<CpuKernel> make_constant(const CpuNode& n, PlanState& s) {
+  const double v = n.attr().f[0];
+  const Tensor out = tensor(n.out);
+  return node(n, s, "fill", [=](const Launch& l) { fill(l, v, out); });
+}
+std::unique_ptr<CpuKernel> make_numel(const CpuNode& n, PlanState& s) {
+  double count = 1;  // known when the plan is made: the bound dims
+  const auto mask = static_cast<std::uint32_t>(n.attr().i[0]);
+  for (int d = 0; d < n.in[0].rank; ++d)
+    if (mask & (1u << d)) count *= static_cast<double>(n.in[0].dims[d]);
+  const Tensor out = tensor(n.out);
+  return node(n, s, "fill (numel)", [=](const Launch& l) { fill(l, count, out); });
+}
+std::unique_ptr<CpuKernel> make_positions(const CpuNode& n, PlanState& s) {
+  const std::int64_t start = n.attr().i[0];
+  const Tensor out = tensor(n.out);
+  return node(n, s, "iota", [=](const Launch& l) { iota(l, start, out); });
+}
+std::unique_ptr<CpuKernel> make_causal_mask(const CpuNode& n, PlanState& s) {
+  const Tensor out = tensor(n.out);
+  return node(n, s, "causal_mask", [=](const Launch& l) { causal_mask(l, out); });
+}
+std::unique_ptr<CpuKernel> make_padding_mask(const CpuNode& n, PlanState& s) {
+  need_contiguous(n);
+  const Tensor len = tensor(n.in[0]), out = tensor(n.out);
+  return node(
+      n, s, "padding_mask", [=](const Launch& l) { padding_mask(l, len, out); }, true);
+}
+std::unique_ptr<CpuKernel> make_dropout(const CpuNode& n, PlanState& s) {
+  const double p = n.attr().f[0];
+  if (!(p >= 0.0 && p < 1.0)) throw_reference_check(n);
+  need_float(n, n.out.dtype);
+  need_contiguous(n);
+  const auto salt = static_cast<std::uint64_t>(n.attr().i[0]);
+  const Tensor x = tensor(n.in[0]), out = tensor(n.out);
+  const RunState* st = &n.state;
+  const std::int64_t count = n.out.numel();
+  return node(n, s, "dropout", [=](const Launch& l) {
+    if (!st->training || p == 0.0) {
+      if (x.data != out.data) convert(l, x, out);
+      return;
+    }
+    dropout(l, p, st->seed, st->step, salt, global_index_offset(*st, count), x, out);
+  });
+}
+
+// ---- rows -------------------------------------------------------------------------------------
+std::int64_t normalised_length(const CpuNode& n) {
+  const auto k = static_cast<int>(n.attr().i[0]);
+  if (k < 1 || k > n.in[0].rank) refuse(n, "bad number of normalised dims");
+  std::int64_t len = 1;
+  for (int d = n.in[0].rank - k; d < n.in[0].rank; ++d) len *= n.in[0].dims[d];
+  return len;
+}
+std::unique_ptr<CpuKernel> make_softmax(const CpuNode& n, PlanState& s) {
+  need_float(n, n.out.dtype);
+  need_contiguous(n);
+  const bool log = op_id(n.n().op) == OpId::log_softmax;
+  const auto axis = static_cast<int>(n.attr().i[0]);
+  const Tensor x = tensor(n.in[0]), out = tensor(n.out);
+  const bool masked = n.in.size() > 1;
+  const Tensor m = masked ? tensor(n.in[1]) : Tensor{};
+  return node(n, s, log ? "log_softmax" : "softmax",
+              [=](const Launch& l) { softmax(l, log, axis, x, masked ? &m : nullptr, out); });
+}
+std::unique_ptr<CpuKernel> make_softmax_backward(const CpuNode& n, PlanState& s) {
+  need_float(n, n.out.dtype);
+  need_contiguous(n);
+  const bool log = op_id(n.n().op) == OpId::log_softmax_backward;
+  const auto axis = static_cast<int>(n.attr().i[0]);
+  const Tensor y = tensor(n.in[0]), g = tensor(n.in[1]), out = tensor(n.out);
+  return node(n, s, "softmax_backward",
+              [=](const Launch& l) { softmax_backward(l, log, axis, y, g, out); });
+}
+std::unique_ptr<CpuKernel> make_layer_norm(const CpuNode& n, PlanState& s) {
+  need_float(n, n.out.dtype);
+  need_contiguous(n);
+  const std::int64_t len = normalised_length(n);
+  const double eps = n.attr().f[0];
+  const bool affine = n.in.size() == 3;
+  const Tensor x = tensor(n.in[0]), out = tensor(n.out);
+  const Tensor w = affine ? tensor(n.in[1]) : Tensor{}, b = affine ? tensor(n.in[2]) : Tensor{};
+  return node(n, s, "layer_norm", [=](const Launch& l) {
+    layer_norm(l, len, eps, x, affine ? &w : nullptr, affine ? &b : nullptr, out);
+  });
+}
+std::unique_ptr<CpuKernel> make_layer_norm_backward(const CpuNode& n, PlanState& s) {
+  need_float(n, n.out.dtype);
+  need_contiguous(n);
+  const std::int64_t len = normalised_length(n);
+  const double eps = n.attr().f[0];
+  const bool affine = n.in.size() == 3;
+  const Tensor x = tensor(n.in[0]), g = tensor(n.in[affine ? 2 : 1]), out = tensor(n.out);
+  const Tensor w = affine ? tensor(n.in[1]) : Tensor{};
+  return node(n, s, "layer_norm_backward", [=](const Launch& l) {
+    layer_norm_backward(l, len, eps, x, affine ? &w : nullptr, g, out);
+  });
+}
+std::unique_ptr<CpuKernel> make_rms_norm(const CpuNode& n, PlanState& s) {
+  need_float(n, n.out.dtype);
+  need_contiguous(n);
+  const std::int64_t len = normalised_length(n);
+  const double eps = n.attr().f[0];
+  const bool weighted = n.in.size() == 2;
+  const Tensor x = tensor(n.in[0]), out = tensor(n.out);
+  const Tensor w = weighted ? tensor(n.in[1]) : Tensor{};
+  return node(n, s, "rms_norm",
+              [=](const Launch& l) { rms_norm(l, len, eps, x, weighted ? &w : nullptr, out); });
+}
+std::unique_ptr<CpuKernel> make_rms_norm_backward(const CpuNode& n, PlanState& s) {
+  need_float(n, n.out.dtype);
+  need_contiguous(n);
+  const std::int64_t len = normalised_length(n);
+  const double eps = n.attr().f[0];
+  const bool weighted = n.in.size() == 3;
+  const Tensor x = tensor(n.in[0]), g = tensor(n.in[weighted ? 2 : 1]), out = tensor(n.out);
+  const Tensor w = weighted ? tensor(n.in[1]) : Tensor{};
+  return node(n, s, "rms_norm_backward", [=](const Launch& l) {
+    rms_norm_backward(l, len, eps, x, weighted ? &w : nullptr, g, out);
+  });
+}
+std::unique_ptr<CpuKernel> make_reduce(const CpuNode& n, PlanState& s) {
+  need_float(n, n.out.dtype);
+  const OpId op = op_id(n.n().op);
+  const int fold = op == OpId::sum ? 0 : (op == OpId::mean ? 1 : 2);
+  const auto mask = static_cast<std::uint32_t>(n.attr().i[0]);
+  const Tensor x = tensor(n.in[0]), out = tensor(n.out);
+  return node(n, s, "reduce", [=](const Launch& l) { reduce(l, fold, mask, x, out); });
+}
+void need_ids(const CpuNode& n, const TensorView& ids, const char* what) {
+  if (ids.dtype != DType::i32 && ids.dtype != DType::i64)
+    refuse(n, std::string(what) + " must be i32 or i64, got " + std::string(dtype_name(ids.dtype)));
+}
+std::unique_ptr<CpuKernel> make_cross_entropy(const CpuNode& n, PlanState& s) {
+  need_float(n, n.out.dtype);
+  need_contiguous(n);
+  need_ids(n, n.in[1], "labels");
+  const std::int64_t ignore = n.attr().i[0];
+  const double eps = n.attr().f[0];
+  const Tensor x = tensor(n.in[0]), y = tensor(n.in[1]), out = tensor(n.out);
+  auto k = std::make_unique<NodeKernel>(n, s, "cuda cross_entropy", true);
+  void* ws = k->workspace(cross_entropy_workspace(n.in[1].numel()));
+  if (op_id(n.n().op) == OpId::cross_entropy) {
+    k->set([=](const Launch& l) { cross_entropy(l, ignore, eps, x, y, out, ws); });
+  } else {
+    const Tensor g = tensor(n.in[2]);
+    k->set([=](const Launch& l) { cross_entropy_backward(l, ignore, eps, x, y, g, out, ws); });
+  }
+  return k;
+}
+std::unique_ptr<CpuKernel> make_mse_loss(const CpuNode& n, PlanState& s) {
+  need_float(n, n.out.dtype);
+  need_contiguous(n);
+  const Tensor p = tensor(n.in[0]), t = tensor(n.in[1]), out = tensor(n.out);
+  return node(n, s, "mse_loss", [=](const Launch& l) { mse_loss(l, p, t, out); });
+}
+std::unique_ptr<CpuKernel> make_embedding(const CpuNode& n, PlanState& s) {
+  need_float(n, n.out.dtype);
+  need_contiguous(n);
+  need_ids(n, n.in[0], "ids");
+  const Tensor ids = tensor(n.in[0]), out = tensor(n.out);
+  if (op_id(n.n().op) == OpId::embedding) {
+    const Tensor table = tensor(n.in[1]);
+    return node(
+        n, s, "embedding", [=](const Launch& l) { embedding(l, ids, table, out); }, true);
+  }
+  const Tensor g = tensor(n.in[1]);
+  auto k =
+      std::make_unique<NodeKernel>(n, s, "cuda embedding_backward (sorted, deterministic)", true);
+  const std::size_t bytes = embedding_backward_workspace(n.in[0].numel());
+  void* ws = k->workspace(bytes);
+  k->set([=](const Launch& l) { embedding_backward(l, ids, g, out, ws, bytes); });
+  return k;
+}
+
+std::unique_ptr<CpuKernel> make_rope(const CpuNode& n, PlanState& s) {
+  need_float(n, n.out.dtype);
+  need_contiguous(n);
+  const double theta = n.attr().f[0];
+  const std::int64_t dh = n.in[0].dims[n.in[0].rank - 1];
+  if (dh % 2 != 0 || !(theta > 0.0)) throw_reference_check(n);
+  const std::int64_t offset = n.attr().i[0];
+  const bool inverse = n.attr().i[1] != 0;
+  const Tensor x = tensor(n.in[0]), out = tensor(n.out);
+  const bool has_pos = n.in.size() > 1;
+  const Tensor pos = has_pos ? tensor(n.in[1]) : Tensor{};
+  return node(n, s, "rope", [=](const Launch& l) {
+    rope(l, theta, offset, inverse, x, has_pos ? &pos : nullptr, out);
+  });
+}
+
+// ---- optimizers -------------------------------------------------------------------------------
+const float* scalar(const CpuNode& n, std::size_t k, std::int64_t count = 1) {
+  const TensorView& v = n.in[k];
+  if (v.dtype != DType::f32 || v.numel() != count)
+    refuse(n, "input " + std::to_string(k) + " must be f32 with " + std::to_string(count) +
+                  " element(s), got " + std::string(dtype_name(v.dtype)));
+  return static_cast<const float*>(v.data);
+}
+OptimAttrs optim_attrs(const CpuNode& n) {
+  OptimAttrs a;
+  for (int k = 0; k < 4; ++k) a.f[k] = n.attr().f[k];
+  for (int k = 0; k < 2; ++k) a.i[k] = n.attr().i[k];
+  return a;
+}
+std::unique_ptr<CpuKernel> make_sgd(const CpuNode& n, PlanState& s) {
+  if (n.in[0].dtype != DType::f32 || n.out.dtype != DType::f32)
+    refuse(n, "the CUDA update handles f32 parameters");
+  const OptimAttrs at = optim_attrs(n);
+  const Tensor p = tensor(n.in[0]), g = tensor(n.in[1]), buf = tensor(n.in[2]), out = tensor(n.out);
+  const float* lr = scalar(n, 3);
+  const float* gs = scalar(n, 4);
+  const float* hp = n.in.size() > 5 ? scalar(n, 5, 2) : nullptr;
+  return node(n, s, "sgd_update",
+              [=](const Launch& l) { sgd_update(l, at, p, g, buf, lr, gs, hp, out); });
+}
+std::unique_ptr<CpuKernel> make_adam(const CpuNode& n, PlanState& s) {
+  if (n.in[0].dtype != DType::f32 || n.out.dtype != DType::f32)
+    refuse(n, "the CUDA update handles f32 parameters");
+  const OptimAttrs at = optim_attrs(n);
+  const Tensor p = tensor(n.in[0]), g = tensor(n.in[1]), m = tensor(n.in[2]), v = tensor(n.in[3]),
+               out = tensor(n.out);
+  const float* lr = scalar(n, 4);
+  const float* t = scalar(n, 5);
+  const float* gs = scalar(n, 6);
+  const float* hp = n.in.size() > 7 ? scalar(n, 7, 4) : nullptr;
+  return node(n, s, "adam_update",
+              [=](const Launch& l) { adam_update(l, at, p, g, m, v, lr, t, gs, hp, out); });
+}
+
+constexpr const char* kSource = "a graph source, never a kernel";
+constexpr const char* kAttention =
+    "the fused attention has no GPU kernel yet (a flash-style kernel is planned); build the "
+    "model with the unfused attention (softmax of q k^T) to run it on the GPU";
+
+// Every op: its factory, or why it has none. No default case: a new op without an entry
+// returns {} and fails the static_assert below, which names it.
+constexpr OpSupport entry(OpId op) {
+  switch (op) {
+    case OpId::input:
+    case OpId::parameter:
+      return {nullptr, kSource};
+    case OpId::constant:
+      return {&make_constant};
+    case OpId::positions:
+      return {&make_positions};
+    case OpId::numel:
+      return {&make_numel};
+    case OpId::add:
+    case OpId::sub:
+    case OpId::mul:
+    case OpId::div:
+    case OpId::minimum:
+    case OpId::maximum:
+      return {&make_binary};
+    case OpId::neg:
+    case OpId::exp:
+    case OpId::log:
+    case OpId::sqrt:
+    case OpId::rsqrt:
+    case OpId::pow_scalar:
+    case OpId::abs:
+    case OpId::relu:
+    case OpId::gelu:
+    case OpId::gelu_tanh:
+    case OpId::silu:
+    case OpId::sigmoid:
+    case OpId::tanh:
+    case OpId::sin:
+    case OpId::cos:
+    case OpId::elu:
+    case OpId::floor:
+    case OpId::clamp:
+    case OpId::mod:
+      return {&make_unary};
+    case OpId::unary_backward:
+      return {&make_unary_backward};
+    case OpId::matmul:
+      return {&make_matmul};
+    case OpId::permute:
+      return {&make_permute};
+    case OpId::reshape:
+    case OpId::unsqueeze:
+    case OpId::squeeze:
+      return {&make_reshape};
+    case OpId::expand:
+    case OpId::stop_gradient:
+      return {&make_copy};
+    case OpId::slice:
+      return {&make_slice};
+    case OpId::slice_backward:
+      return {&make_slice_backward};
+    case OpId::concat:
+      return {&make_concat};
+    case OpId::concat_backward:
+      return {&make_concat_backward};
+    case OpId::sum:
+    case OpId::mean:
+    case OpId::max:
+      return {&make_reduce};
+    case OpId::argmax:
+      return {nullptr, "no CUDA kernel yet (argmax: run generation's sampling on the CPU)"};
+    case OpId::softmax:
+    case OpId::log_softmax:
+      return {&make_softmax};
+    case OpId::softmax_backward:
+    case OpId::log_softmax_backward:
+      return {&make_softmax_backward};
+    case OpId::lt:
+    case OpId::le:
+    case OpId::eq:
+      return {&make_compare};
+    case OpId::logical_and:
+    case OpId::logical_or:
+    case OpId::logical_not:
+      return {&make_logical};
+    case OpId::where:
+      return {&make_where};
+    case OpId::masked_fill:
+      return {&make_masked_fill};
+    case OpId::causal_mask:
+      return {&make_causal_mask};
+    case OpId::padding_mask:
+      return {&make_padding_mask};
+    case OpId::layer_norm:
+      return {&make_layer_norm};
+    case OpId::layer_norm_backward:
+      return {&make_layer_norm_backward};
+    case OpId::rms_norm:
+      return {&make_rms_norm};
+    case OpId::rms_norm_backward:
+      return {&make_rms_norm_backward};
+    case OpId::embedding:
+    case OpId::embedding_backward:
+      return {&make_embedding};
+    case OpId::cross_entropy:
+    case OpId::cross_entropy_backward:
+      return {&make_cross_entropy};
+    case OpId::mse_loss:
+      return {&make_mse_loss};
+    case OpId::rope:
+      return {&make_rope};
+    case OpId::cache_write:
+      return {nullptr, "no CUDA kernel yet (cache_write: KV-cache generation runs on the CPU)"};
+    case OpId::attention:
+    case OpId::attention_backward:
+    case OpId::attention_backward_kv:
+      return {nullptr, kAttention};
+    case OpId::dropout:
+      return {&make_dropout};
+    case OpId::cast:
+      return {&make_cast};
+    case OpId::sgd_update:
+      return {&make_sgd};
+    case OpId::adam_update:
+      return {&make_adam};
+    case OpId::cumsum:
+      return {nullptr, "no CUDA kernel yet (cumsum)"};
+    case OpId::count:
+      break;
+  }
+  return {};
+}
+
+#define STAG_X(name)                                                                           \
+  static_assert(entry(OpId::name).make != nullptr || entry(OpId::name).unsupported != nullptr, \
+                "stag CUDA backend: op '" #name                                                \
+                "' has neither a CUDA kernel nor a reason in runtime/cuda/kernels.cpp");
+STAG_OP_LIST(STAG_X)
+#undef STAG_X
+
+constexpr std::array<OpSupport, kOpCount> kTable = [] {
+  std::array<OpSupport, kOpCount> t{};
+  for (int i = 0; i < kOpCount; ++i) t[static_cast<std::size_t>(i)] = entry(static_cast<OpId>(i));
+  return t;
+}();
+
+}  // namespace
+
+const OpSupport& support(OpId op) {
+  return kTable[static_cast<std::size_t>(op)];
+}
+
+std::string unsupported(const GraphView& g) {
+  for (int n = 0; n < g.size(); ++n) {
+    const OpSupport& s = support(op_id(g.node(n).op));
+    const OpId op = op_id(g.node(n).op);
+    if (s.make == nullptr && op != OpId::input && op != OpId::parameter)
+      return "stag: cuda cannot run node '" + g.name(n) + "' (op " +
+             std::string(op_name(g.node(n).op)) + "): " + s.unsupported;
+  }
+  return "";
+}
+
+std::uint8_t strided_bits(OpId op) {
+  switch (op) {  // kernels that read every input through its own strides
+    case OpId::add:
+    case OpId::sub:
+    case OpId::mul:
+    case OpId::div:
+    case OpId::minimum:
+    case OpId::maximum:
+    case OpId::lt:
+    case OpId::le:
+    case OpId::eq:
+    case OpId::logical_and:
+    case OpId::logical_or:
+    case OpId::logical_not:
+    case OpId::where:
+    case OpId::masked_fill:
+    case OpId::cast:
+    case OpId::expand:
+    case OpId::stop_gradient:
+    case OpId::sum:
+    case OpId::mean:
+    case OpId::max:
+    case OpId::unary_backward:
+      return 0xff;
+    default:
+      break;
+  }
+  const OpSupport& s = support(op);
+  return s.make == &make_unary ? 0xff : 0;
+}
+
+}  // namespace stag::cuda

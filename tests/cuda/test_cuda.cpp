@@ -1,0 +1,211 @@
+// The CUDA backend. [cuda]: what runs without a GPU (the op table's refusals, the no-GPU
+// message, the matmul batch planning). [gpu]: a whole training step against the reference and
+// the CPU, bitwise determinism, and a bad token id; these run only under ctest label `cuda`
+// (tests/cuda/run.sh), which reports them as skipped where no GPU is.
+#include <cstring>
+
+#include "harness.hpp"
+
+#ifdef STAG_HAVE_CUDA
+#include <stag/runtime/cuda/kernels.hpp>
+#endif
+
+namespace {
+using namespace stag;
+constexpr auto batch = sym<"batch">;
+constexpr auto seq = sym<"seq">;
+constexpr int D = 16, H = 2, V = 50;
+
+template <int Out, class S>
+constexpr auto dense(Scope s, Tensor<S> x) {
+  constexpr int in = static_cast<int>(S::value.dims[S::rank - 1].coef);
+  return matmul(x, param<Shape<in, Out>>(s, "weight")) + param<Shape<Out>>(s, "bias", kZeros);
+}
+
+// A small encoder classifier with the unfused attention chain (the fused op has no GPU kernel
+// yet): embedding, masked softmax attention, layer norm, GELU MLP, mean pool, cross-entropy.
+template <bool Fuse>
+constexpr auto encoder = model([](Builder& g) {
+  g.fuse_attention = Fuse;
+  auto ids = input<"ids", Shape<batch, seq>, i32>(g);
+  auto keep = input<"keep", Shape<batch, seq>, boolean>(g);
+  auto labels = input<"labels", Shape<batch>, i32>(g);
+  auto x = embedding(ids, param<Shape<V, D>>(g / "tok", "weight", kEmbeddingInit)).named("tok");
+  auto heads = [&](auto t) { return transpose<1, 2>(view<batch, seq, H, D / H>(t)); };
+  auto q = heads(dense<D>(g / "q", x)), k = heads(dense<D>(g / "k", x)),
+       v = heads(dense<D>(g / "v", x));
+  auto p = softmax<-1>(matmul_nt(q, k) * 0.35, unsqueeze<1>(unsqueeze<1>(keep)));
+  auto h = layer_norm(x + dense<D>(g / "o", view<batch, seq, D>(transpose<1, 2>(matmul(p, v)))),
+                      param<Shape<D>>(g / "ln", "weight", kOnes),
+                      param<Shape<D>>(g / "ln", "bias", kZeros));
+  h = h + dense<D>(g / "ff2", gelu(dense<2 * D>(g / "ff1", h)));
+  auto logits = dense<3>(g / "head", mean<1>(h));
+  return cross_entropy(logits, labels);
+});
+constexpr auto train = train_step<encoder<false>, AdamW{.weight_decay = 0.01, .clip_norm = 1.0}>();
+
+NamedArrays batch_inputs(std::int64_t b, std::int64_t s, std::uint64_t seed) {
+  Array ids(DType::i32, {b, s}), labels(DType::i32, {b});
+  for (std::int64_t i = 0; i < b * s; ++i)
+    ids.set(i, static_cast<double>(random::bits(seed, 0, 1, static_cast<std::uint64_t>(i)) % V));
+  for (std::int64_t i = 0; i < b; ++i)
+    labels.set(i, static_cast<double>(random::bits(seed, 0, 2, static_cast<std::uint64_t>(i)) % 3));
+  Array keep(DType::boolean, {b, s});
+  for (std::int64_t i = 0; i < b; ++i)
+    for (std::int64_t j = 0; j < s; ++j) keep.set(i * s + j, j < s - i % 3 ? 1 : 0);
+  return {{"ids", ids},
+          {"keep", keep},
+          {"labels", labels},
+          {"lr", Array::from<float>({}, {1e-2f})},
+          {"step", Array::from<float>({}, {1.f})}};
+}
+
+TEST_CASE("a CUDA session where no GPU can run says why", "[cuda]") {
+  std::string why;
+  if (cuda_available(&why)) {
+    SUCCEED("a GPU is present: the [gpu] tests cover it");
+    return;
+  }
+  INFO(why);
+  CHECK_THROWS_WITH(Session(train, {.device = Device::cuda}),
+                    Catch::Contains("stag: device cuda cannot run here: "));
+}
+
+TEST_CASE("a graph with an op the GPU backend lacks is refused, naming the node and the op",
+          "[cuda]") {
+  constexpr auto fused = train_step<encoder<true>, AdamW{}>();
+  static_assert(fused.count(op::attention) == 1);
+  const std::string why = device_unsupported(Device::cuda, fused);
+#ifdef STAG_HAVE_CUDA
+  CHECK_THAT(why, Catch::StartsWith("stag: cuda cannot run node '") &&
+                      Catch::Contains("' (op attention): the fused attention has no GPU kernel"));
+  CHECK_THROWS_WITH(Session(fused, {.device = Device::cuda}), why);
+  CHECK(device_unsupported(Device::cuda, train).empty());  // the unfused chain has kernels
+#else
+  CHECK_THAT(why, Catch::Contains("this stag was built without CUDA"));
+#endif
+  CHECK(device_unsupported(Device::cpu, fused).empty());
+}
+
+#ifdef STAG_HAVE_CUDA
+TensorView dense_view(std::vector<std::int64_t> dims) {
+  TensorView v;
+  v.rank = static_cast<int>(dims.size());
+  for (int i = 0; i < v.rank; ++i) v.dims[i] = dims[static_cast<std::size_t>(i)];
+  v.set_contiguous();
+  return v;
+}
+
+TEST_CASE("matmul batch dims map onto as few cuBLASLt calls as their strides allow", "[cuda]") {
+  SECTION("a weight shared by every batch row folds the batch into M") {
+    const cuda::Gemm g =
+        cuda::plan_gemm(dense_view({4, 7, 16}), dense_view({16, 5}), dense_view({4, 7, 5}), false);
+    CHECK((g.m == 28 && g.n == 5 && g.k == 16 && g.batch == 1 && g.outer_a.size() == 1));
+  }
+  SECTION("attention scores: batch and heads are one strided batch") {
+    const cuda::Gemm g = cuda::plan_gemm(dense_view({2, 3, 7, 8}), dense_view({2, 3, 8, 7}),
+                                         dense_view({2, 3, 7, 7}), false);
+    CHECK((g.m == 7 && g.batch == 6 && g.stride_a == 56 && g.stride_b == 56 && g.stride_c == 49));
+    CHECK(g.outer_a == std::vector<std::int64_t>{0});
+  }
+  SECTION("broadcast on different dims of each operand loops the outer dim on the host") {
+    // [2, 1, 7, 8] x [1, 3, 8, 5]: a repeats over heads (stride 0), b over batch.
+    const cuda::Gemm g = cuda::plan_gemm(dense_view({2, 1, 7, 8}), dense_view({1, 3, 8, 5}),
+                                         dense_view({2, 3, 7, 5}), false);
+    CHECK((g.batch == 3 && g.stride_a == 0 && g.stride_b == 40));
+    CHECK(g.outer_a == std::vector<std::int64_t>{0, 56});
+    CHECK(g.outer_b == std::vector<std::int64_t>{0, 0});
+    CHECK(g.outer_c == std::vector<std::int64_t>{0, 105});
+  }
+  SECTION("a transposed first operand does not fold") {
+    const cuda::Gemm g =
+        cuda::plan_gemm(dense_view({4, 16, 7}), dense_view({16, 5}), dense_view({4, 7, 5}), true);
+    CHECK((g.m == 7 && g.k == 16 && g.batch == 4 && g.stride_a == 112 && g.stride_b == 0));
+  }
+}
+
+TEST_CASE("every op has a CUDA kernel or a stated reason, and only sources are never kernels",
+          "[cuda]") {
+  int kernels = 0, refused = 0;
+  for (int i = 0; i < kOpCount; ++i) {
+    const cuda::OpSupport& s = cuda::support(static_cast<OpId>(i));
+    INFO(op_name(code(static_cast<OpId>(i))));
+    CHECK((s.make != nullptr) != (s.unsupported != nullptr));
+    (s.make ? kernels : refused) += 1;
+  }
+  WARN("CUDA kernels for " << kernels << " of " << kOpCount << " ops; " << refused
+                           << " refused with a reason");
+  CHECK(kernels > refused);
+}
+#endif
+
+// ---- on a GPU -----------------------------------------------------------------------------
+
+void copy_params(Session& to, const Session& from) {
+  for (const auto& [k, v] : from.params()) to.set_param(k, v);
+}
+
+TEST_CASE("a training step on the GPU matches the CPU and the reference", "[gpu]") {
+  Session cpu(train, {.threads = 2, .seed = 7});
+  Session gpu(train, {.device = Device::cuda, .seed = 7});
+  for (auto [b, s] : {std::pair{4, 9}, std::pair{3, 13}}) {
+    INFO("batch " << b << ", seq " << s);
+    const NamedArrays in = batch_inputs(b, s, static_cast<std::uint64_t>(b * 100 + s));
+    copy_params(gpu, cpu);
+    const Evaluation ref = evaluate_reference(train, in, cpu.params());
+    cpu.set_inputs(in);
+    gpu.set_inputs(in);
+    cpu.run({.training = true});
+    gpu.run({.training = true});
+    const double want = ref.result().at(0);
+    CHECK(std::abs(gpu.result() - want) <= 1e-5 * std::max(1.0, std::abs(want)));
+    for (const OutputEntry& o : GraphView(train).outputs) {
+      INFO(o.name);
+      th::require_close(gpu.get(o.node), cpu.get(o.node), 1e-4);
+    }
+    for (const auto& [k, v] : cpu.params()) {  // after the AdamW update
+      INFO(k);
+      th::require_close(gpu.params().at(k), v, 1e-5);
+    }
+  }
+}
+
+TEST_CASE("the same seed gives bitwise-equal losses and parameters on the GPU", "[gpu]") {
+  auto run = [] {
+    Session s(train, {.device = Device::cuda, .seed = 3});
+    std::vector<double> losses;
+    for (int step = 1; step <= 5; ++step) {
+      NamedArrays in = batch_inputs(8, 16, static_cast<std::uint64_t>(step));
+      in["step"] = Array::from<float>({}, {static_cast<float>(step)});
+      s.set_inputs(in);
+      s.run({.training = true, .step = static_cast<std::uint64_t>(step)});
+      losses.push_back(s.result());
+    }
+    return std::pair{losses, s.params().at("tok.weight").clone()};
+  };
+  const auto [l1, w1] = run();
+  const auto [l2, w2] = run();
+  CHECK(l1 == l2);
+  CHECK(std::memcmp(w1.raw(), w2.raw(), w1.bytes()) == 0);
+  CHECK(l1.back() < l1.front());  // and it learns
+}
+
+TEST_CASE("a bad token id on the GPU gives the CPU's error and changes no parameter", "[gpu]") {
+  Session gpu(train, {.device = Device::cuda, .seed = 5});
+  NamedArrays in = batch_inputs(2, 6, 1);
+  gpu.set_inputs(in);
+  gpu.run({.training = true});
+  const Array before = gpu.params().at("tok.weight").clone();
+  in["ids"].set(1 * 6 + 4, V + 3);
+  gpu.set_inputs(in);
+  const std::string msg = "stag: embedding 'tok': token id 53 at [1, 4] is outside [0, 50)";
+  CHECK_THROWS_WITH(gpu.run({.training = true}), msg);
+  CHECK_THROWS_WITH(evaluate_reference(train, in, gpu.params()), msg);
+  const Array after = gpu.params().at("tok.weight");
+  CHECK(std::memcmp(before.raw(), after.raw(), before.bytes()) == 0);
+  in["ids"].set(1 * 6 + 4, 0);  // and the session still works
+  gpu.set_inputs(in);
+  CHECK_NOTHROW(gpu.run({.training = true}));
+}
+
+}  // namespace
