@@ -4,8 +4,8 @@
 #
 #   tools/gpu_check.sh --bundle DIR [BUILD]   here: copy the CUDA build's test and bench
 #                                             programs and the shared libraries they need
-#                                             (but not CUDA's own) into DIR
-#   tools/gpu_check.sh --run DIR OUT          there: run the checks, logs and a summary in OUT
+#                                             (but not CUDA's own) into DIR, and DIR.tar.xz
+#   tools/gpu_check.sh --run DIR|DIR.tar.xz OUT   there: run the checks, logs and a summary in OUT
 #
 # --run starts with the probe (which GPU, or why none), then the [gpu] cases, then every op's
 # harness check on the CUDA session, then the GPU benchmarks; each step's log is OUT/<step>.log
@@ -31,12 +31,20 @@ bundle() {
   ldd "$dir"/bin/stag_tests "$dir"/bin/stag-bench | awk '/=> \// {print $3}' | sort -u |
     grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*|libcuda|libcudart|libcublas|libcublasLt|libnvidia[^/]*)\.so' |
     while read -r lib; do cp -L "$lib" "$dir/lib/"; done
-  du -sh "$dir"
+  # The device tool carries at most 64 MiB: the bundle travels as one xz tarball (about 13 MB).
+  tar -cf - -C "$dir" . | xz -T0 -6 >"$dir.tar.xz"
+  du -sh "$dir" "$dir.tar.xz"
 }
 
 run() {
   local dir=$1 out=$2
   mkdir -p "$out"
+  if [ -f "$dir" ]; then  # the tarball from --bundle
+    local unpacked
+    unpacked=$(mktemp -d)
+    tar -xJf "$dir" -C "$unpacked"
+    dir=$unpacked
+  fi
   local cuda_lib=""
   for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
     [ -d "$d" ] && cuda_lib="$cuda_lib:$d"
