@@ -12,6 +12,22 @@ __device__ std::int64_t label_at(const void* labels, bool wide, std::int64_t r) 
               : static_cast<const std::int32_t*>(labels)[r];
 }
 
+// The row's log-sum-exp (-inf for a row of all -inf) and maximum, in double; every thread of
+// the block gets them.
+template <class T>
+__device__ double row_lse(const T* row, std::int64_t classes, double& mx) {
+  mx = -INFINITY;
+  for (std::int64_t i = threadIdx.x; i < classes; i += blockDim.x)
+    mx = fmax(mx, static_cast<double>(row[i]));
+  mx = block_max(mx);
+  double z = 0;
+  if (mx != -INFINITY)
+    for (std::int64_t i = threadIdx.x; i < classes; i += blockDim.x)
+      z += exp(static_cast<double>(row[i]) - mx);
+  z = block_sum(z);
+  return mx == -INFINITY ? -INFINITY : mx + ::log(z);
+}
+
 // Per row: loss (forward) and whether the row counts.
 template <class T>
 __global__ void rows_kernel(std::int64_t classes, std::int64_t ignore, double eps, const T* x,
@@ -29,16 +45,8 @@ __global__ void rows_kernel(std::int64_t classes, std::int64_t ignore, double ep
     return;
   }
   const T* row = x + r * classes;
-  double mx = -INFINITY;
-  for (std::int64_t i = threadIdx.x; i < classes; i += blockDim.x)
-    mx = fmax(mx, static_cast<double>(row[i]));
-  mx = block_max(mx);
-  double z = 0;
-  if (mx != -INFINITY)
-    for (std::int64_t i = threadIdx.x; i < classes; i += blockDim.x)
-      z += exp(static_cast<double>(row[i]) - mx);
-  z = block_sum(z);
-  const double lse = mx == -INFINITY ? -INFINITY : mx + ::log(z);
+  double mx;
+  const double lse = row_lse(row, classes, mx);
   double smooth = 0;
   if (eps > 0)
     for (std::int64_t i = threadIdx.x; i < classes; i += blockDim.x) {
@@ -99,16 +107,8 @@ __global__ void backward_kernel(std::int64_t classes, std::int64_t ignore, doubl
     return;
   }
   const double scale = count[0] == 0 ? 0.0 : static_cast<double>(g[0]) / count[0];
-  double mx = -INFINITY;
-  for (std::int64_t i = threadIdx.x; i < classes; i += blockDim.x)
-    mx = fmax(mx, static_cast<double>(row[i]));
-  mx = block_max(mx);
-  double z = 0;
-  if (mx != -INFINITY)
-    for (std::int64_t i = threadIdx.x; i < classes; i += blockDim.x)
-      z += exp(static_cast<double>(row[i]) - mx);
-  z = block_sum(z);
-  const double lse = mx == -INFINITY ? -INFINITY : mx + ::log(z);
+  double mx;
+  const double lse = row_lse(row, classes, mx);
   for (std::int64_t i = threadIdx.x; i < classes; i += blockDim.x) {
     const double p = mx == -INFINITY ? 0.0 : exp(static_cast<double>(row[i]) - lse);
     const double target = (i == y ? 1.0 - eps : 0.0) + eps / static_cast<double>(classes);

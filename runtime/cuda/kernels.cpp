@@ -327,51 +327,33 @@ std::unique_ptr<CpuKernel> make_softmax_backward(const CpuNode& n, PlanState& s)
   return node(n, s, "softmax_backward",
               [=](const Launch& l) { softmax_backward(l, log, axis, y, g, out); });
 }
-std::unique_ptr<CpuKernel> make_layer_norm(const CpuNode& n, PlanState& s) {
+// layer_norm (x, [w, b]), rms_norm (x, [w]) and their backward ops (x, [w], g): one factory.
+std::unique_ptr<CpuKernel> make_norm(const CpuNode& n, PlanState& s) {
   need_float(n, n.out.dtype);
   need_contiguous(n);
+  const OpId op = op_id(n.n().op);
+  const bool backward = op == OpId::layer_norm_backward || op == OpId::rms_norm_backward;
+  const bool layer = op == OpId::layer_norm || op == OpId::layer_norm_backward;
   const std::int64_t len = normalised_length(n);
   const double eps = n.attr().f[0];
-  const bool affine = n.in.size() == 3;
-  const Tensor x = tensor(n.in[0]), out = tensor(n.out);
-  const Tensor w = affine ? tensor(n.in[1]) : Tensor{}, b = affine ? tensor(n.in[2]) : Tensor{};
-  return node(n, s, "layer_norm", [=](const Launch& l) {
-    layer_norm(l, len, eps, x, affine ? &w : nullptr, affine ? &b : nullptr, out);
-  });
-}
-std::unique_ptr<CpuKernel> make_layer_norm_backward(const CpuNode& n, PlanState& s) {
-  need_float(n, n.out.dtype);
-  need_contiguous(n);
-  const std::int64_t len = normalised_length(n);
-  const double eps = n.attr().f[0];
-  const bool affine = n.in.size() == 3;
-  const Tensor x = tensor(n.in[0]), g = tensor(n.in[affine ? 2 : 1]), out = tensor(n.out);
-  const Tensor w = affine ? tensor(n.in[1]) : Tensor{};
-  return node(n, s, "layer_norm_backward", [=](const Launch& l) {
-    layer_norm_backward(l, len, eps, x, affine ? &w : nullptr, g, out);
-  });
-}
-std::unique_ptr<CpuKernel> make_rms_norm(const CpuNode& n, PlanState& s) {
-  need_float(n, n.out.dtype);
-  need_contiguous(n);
-  const std::int64_t len = normalised_length(n);
-  const double eps = n.attr().f[0];
-  const bool weighted = n.in.size() == 2;
+  const bool weighted = n.in.size() > (backward ? 2u : 1u);
   const Tensor x = tensor(n.in[0]), out = tensor(n.out);
   const Tensor w = weighted ? tensor(n.in[1]) : Tensor{};
-  return node(n, s, "rms_norm",
-              [=](const Launch& l) { rms_norm(l, len, eps, x, weighted ? &w : nullptr, out); });
-}
-std::unique_ptr<CpuKernel> make_rms_norm_backward(const CpuNode& n, PlanState& s) {
-  need_float(n, n.out.dtype);
-  need_contiguous(n);
-  const std::int64_t len = normalised_length(n);
-  const double eps = n.attr().f[0];
-  const bool weighted = n.in.size() == 3;
-  const Tensor x = tensor(n.in[0]), g = tensor(n.in[weighted ? 2 : 1]), out = tensor(n.out);
-  const Tensor w = weighted ? tensor(n.in[1]) : Tensor{};
-  return node(n, s, "rms_norm_backward", [=](const Launch& l) {
-    rms_norm_backward(l, len, eps, x, weighted ? &w : nullptr, g, out);
+  if (backward) {
+    const Tensor g = tensor(n.in.back());
+    return node(n, s, std::string(op_name(n.n().op)), [=](const Launch& l) {
+      if (layer)
+        layer_norm_backward(l, len, eps, x, weighted ? &w : nullptr, g, out);
+      else
+        rms_norm_backward(l, len, eps, x, weighted ? &w : nullptr, g, out);
+    });
+  }
+  const Tensor b = layer && weighted ? tensor(n.in[2]) : Tensor{};
+  return node(n, s, std::string(op_name(n.n().op)), [=](const Launch& l) {
+    if (layer)
+      layer_norm(l, len, eps, x, weighted ? &w : nullptr, weighted ? &b : nullptr, out);
+    else
+      rms_norm(l, len, eps, x, weighted ? &w : nullptr, out);
   });
 }
 std::unique_ptr<CpuKernel> make_reduce(const CpuNode& n, PlanState& s) {
@@ -578,13 +560,10 @@ constexpr OpSupport entry(OpId op) {
     case OpId::padding_mask:
       return {&make_padding_mask};
     case OpId::layer_norm:
-      return {&make_layer_norm};
     case OpId::layer_norm_backward:
-      return {&make_layer_norm_backward};
     case OpId::rms_norm:
-      return {&make_rms_norm};
     case OpId::rms_norm_backward:
-      return {&make_rms_norm_backward};
+      return {&make_norm};
     case OpId::embedding:
     case OpId::embedding_backward:
       return {&make_embedding};
