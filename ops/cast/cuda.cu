@@ -2,6 +2,7 @@
 // broadcast to out's dims. The same dtype copies the element's bytes; another dtype is
 // converted through double, rounding once. NOTE: i64 values beyond 2^53 cast to bf16 round
 // twice (the reference rounds once through long double, which the GPU has not).
+#include <stag/graph/dtype.hpp>
 #include <stag/ops/cuda_common.cuh>
 
 namespace stag::cuda {
@@ -27,20 +28,6 @@ __global__ void convert_kernel(Index<2> ix, const void* x, Dt xt, void* out, Dt 
   }
 }
 
-int element_size(Dt t) {
-  switch (t) {
-    case Dt::f64:
-    case Dt::i64:
-      return 8;
-    case Dt::bf16:
-      return 2;
-    case Dt::boolean:
-      return 1;
-    default:
-      return 4;
-  }
-}
-
 }  // namespace
 
 void convert(const Launch& l, const Tensor& x, const Tensor& out) {
@@ -53,7 +40,7 @@ void convert(const Launch& l, const Tensor& x, const Tensor& out) {
     convert_kernel<<<g, kThreads, 0, s>>>(ix, x.data, x.dtype, out.data, out.dtype, n);
     return;
   }
-  switch (element_size(out.dtype)) {
+  switch (dtype_size(static_cast<DType>(out.dtype))) {
     case 8:
       copy_kernel<<<g, kThreads, 0, s>>>(ix, static_cast<const std::uint64_t*>(x.data),
                                          static_cast<std::uint64_t*>(out.data), n);

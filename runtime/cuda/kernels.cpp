@@ -626,35 +626,15 @@ std::string unsupported(const GraphView& g) {
   return "";
 }
 
+// The kernels that read every input through its own strides (and broadcast): the elementwise
+// family, the copies and the reductions. Others get dense inputs (the plan copies a permute).
 std::uint8_t strided_bits(OpId op) {
-  switch (op) {  // kernels that read every input through its own strides
-    case OpId::add:
-    case OpId::sub:
-    case OpId::mul:
-    case OpId::div:
-    case OpId::minimum:
-    case OpId::maximum:
-    case OpId::lt:
-    case OpId::le:
-    case OpId::eq:
-    case OpId::logical_and:
-    case OpId::logical_or:
-    case OpId::logical_not:
-    case OpId::where:
-    case OpId::masked_fill:
-    case OpId::cast:
-    case OpId::expand:
-    case OpId::stop_gradient:
-    case OpId::sum:
-    case OpId::mean:
-    case OpId::max:
-    case OpId::unary_backward:
-      return 0xff;
-    default:
-      break;
-  }
-  const OpSupport& s = support(op);
-  return s.make == &make_unary ? 0xff : 0;
+  const Factory f = support(op).make;
+  const bool strided = f == &make_unary || f == &make_unary_backward || f == &make_binary ||
+                       f == &make_compare || f == &make_logical || f == &make_where ||
+                       f == &make_masked_fill || f == &make_cast || f == &make_copy ||
+                       f == &make_reduce;
+  return strided ? 0xff : 0;
 }
 
 }  // namespace stag::cuda
