@@ -36,7 +36,8 @@ struct Options {
   int profile = 0;         // > 0: time every node and print the slowest `profile` ones
   double bucket_mib = 25;  // data parallelism: gradient bucket size
   Device device = Device::cpu;
-  bool tf32 = false;  // --device cuda: TF32 matmuls
+  bool tf32 = false;             // --device cuda: TF32 matmuls
+  double memory_budget_mib = 0;  // > 0: the arena's budget (recomputation, runtime/remat.hpp)
 };
 
 double now_ms() {
@@ -66,8 +67,10 @@ double rss_peak_mib() {
 }
 
 // Matmul FLOPs of one step, read from the graph and the plan's bound symbols:
-// 2 * (elements of the output) * K for every matmul node that the plan executes.
-double matmul_flops(const GraphView& g, const Plan& p) {
+// 2 * (elements of the output) * K for every matmul node that the plan executes (recomputed
+// ones too: the plan's graph).
+double matmul_flops(const Plan& p) {
+  const GraphView& g = p.graph;
   double flops = 0;
   for (int n : p.order) {
     if (g.node(n).op != op::matmul) continue;
@@ -90,8 +93,9 @@ double params_mib(const Session& s) {
 
 // With --profile: time per step grouped by op and kernel (where a runtime change pays off),
 // then the slowest single nodes.
-void print_profile(const Options& o, const GraphView& g, const Session& s) {
+void print_profile(const Options& o, const Session& s) {
   const Plan& p = s.plan();
+  const GraphView& g = p.graph;
   if (p.profiled_steps == 0) return;
   std::map<std::string, std::pair<int, double>> groups;  // "op  kernel" -> (nodes, seconds)
   for (int n : p.order) {
@@ -117,7 +121,8 @@ SessionOptions session_options(const Options& o) {
           .threads = o.threads,
           .schedule = o.schedule,
           .profile = o.profile > 0,
-          .seed = 1};
+          .seed = 1,
+          .memory_budget = static_cast<std::int64_t>(o.memory_budget_mib * 1048576.0)};
 }
 
 double cpu_ms() {
@@ -187,7 +192,7 @@ void run_train(const Options& o, const std::string& config, const bench::BenchMo
     print(o, config, "train_comm_ms", median(comm_ms), "ms");
     print(o, config, "train_comm_exposed_ms", median(waited_ms), "ms");
   }
-  const double flops = matmul_flops(m.train, s.plan());
+  const double flops = matmul_flops(s.plan());
   print(o, config, "train_step_ms", ms, "ms");
   print(o, config, "train_cpu_ms", t.cpu_ms, "ms");
   if (!o.label.empty()) return;
@@ -198,7 +203,15 @@ void run_train(const Options& o, const std::string& config, const bench::BenchMo
   print(o, config, "params_mib", params_mib(s), "MiB");
   print(o, config, "rss_peak_mib", rss_peak_mib(), "MiB");
   print(o, config, "loss", s.result(), "nats");
-  if (o.profile > 0) print_profile(o, m.train, s);
+  if (const Recompute& rc = s.plan().recompute; rc.budget > 0) {
+    print(o, config, "plan_natural_peak_mib", static_cast<double>(rc.natural_peak) / 1048576.0,
+          "MiB");
+    print(o, config, "recomputed_values", static_cast<double>(rc.nodes.size()), "");
+    print(o, config, "recompute_gflop_per_step", static_cast<double>(rc.extra_flops) / 1e9,
+          "GFLOP");
+    std::fprintf(stderr, "%s", rc.describe(s.plan().graph).c_str());
+  }
+  if (o.profile > 0) print_profile(o, s);
 }
 
 // All-reduce of f32 buffers from 4 KiB to 64 MiB: median time, and the bus bandwidth of a ring
@@ -226,12 +239,11 @@ void run_infer(const Options& o, const std::string& config, const bench::BenchMo
   print(o, config, "infer_ms", ms, "ms");
   print(o, config, "infer_cpu_ms", t.cpu_ms, "ms");
   if (!o.label.empty()) return;
-  print(o, config, "infer_matmul_gflops", matmul_flops(m.forward, s.plan()) / 1e9 / (ms / 1e3),
-        "GFLOP/s");
+  print(o, config, "infer_matmul_gflops", matmul_flops(s.plan()) / 1e9 / (ms / 1e3), "GFLOP/s");
   print(o, config, "infer_plan_peak_mib", static_cast<double>(s.plan().arena_bytes()) / 1048576.0,
         "MiB");
   print(o, config, "infer_rss_peak_mib", rss_peak_mib(), "MiB");
-  if (o.profile > 0) print_profile(o, m.forward, s);
+  if (o.profile > 0) print_profile(o, s);
 }
 
 // The oneDNN matmul of 2048 x 2048 by 2048 x 2048 outside stag: what the machine can do.
@@ -295,6 +307,8 @@ constexpr const char* kUsage = R"(usage: stag-bench [options]
                                  train: each rank takes its rows of the batch and gradients are
                                  all-reduced in buckets of M MiB (default 25)
   --config allreduce             under mpirun: all-reduce latency and bandwidth by size
+  --memory-budget-mib M          keep each step's arena within M MiB by recomputing forward
+                                 values in the backward pass (SessionOptions::memory_budget)
 )";
 
 Options parse(int argc, char** argv, std::vector<std::string>& passthrough) {
@@ -339,6 +353,8 @@ Options parse(int argc, char** argv, std::vector<std::string>& passthrough) {
       o.profile = std::atoi(value().c_str());
     else if (a == "--bucket-mib")
       o.bucket_mib = std::atof(value().c_str());
+    else if (a == "--memory-budget-mib")
+      o.memory_budget_mib = std::atof(value().c_str());
     else
       throw Error("stag-bench: unknown argument '" + a + "' (try --help)");
     if (a == "--tf32")

@@ -12,6 +12,7 @@ namespace stag {
 
 inline constexpr Attrs kNoAttrs{};
 inline constexpr std::string_view kGradPrefix = "grad/";
+inline constexpr std::string_view kRecomputePrefix = "recompute/";
 
 struct GraphView {
   std::span<const Node> nodes;
@@ -152,6 +153,7 @@ struct GraphView {
     const int len = write_name(nd.scope, nd.leaf, buf);
     std::string out =
         len < 0 ? std::string("<long name>") : std::string(buf, static_cast<std::size_t>(len));
+    if (nd.flags & kFlagRecompute) return std::string(kRecomputePrefix) + out;
     return (nd.flags & kFlagBackward) ? std::string(kGradPrefix) + out : out;
   }
   std::string scope_name(int scope) const {

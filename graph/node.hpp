@@ -31,12 +31,13 @@ struct Attrs {
 };
 
 enum NodeFlag : std::uint8_t {
-  kFlagInput = 1,      // a named graph input, bound by the caller
-  kFlagParam = 2,      // a trainable parameter, held in the parameter store
-  kFlagBackward = 4,   // created by the autodiff pass
-  kFlagOptimizer = 8,  // created by the optimizer pass
-  kFlagState = 16,     // optimizer state (moments), held with the parameters
-  kFlagNoFuse = 32,    // graph passes leave this node as written (keep_unfused)
+  kFlagInput = 1,       // a named graph input, bound by the caller
+  kFlagParam = 2,       // a trainable parameter, held in the parameter store
+  kFlagBackward = 4,    // created by the autodiff pass
+  kFlagOptimizer = 8,   // created by the optimizer pass
+  kFlagState = 16,      // optimizer state (moments), held with the parameters
+  kFlagNoFuse = 32,     // graph passes leave this node as written (keep_unfused)
+  kFlagRecompute = 64,  // a forward node computed again in the backward pass (runtime/remat.hpp)
 };
 
 struct Node {

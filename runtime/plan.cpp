@@ -207,7 +207,8 @@ struct UnionFind {
 int try_fold(const GraphView& g, int n,
              const std::vector<std::vector<std::pair<int, int>>>& consumers,
              const std::vector<char>& kept, std::vector<int>& fused_into,
-             const std::vector<NodePlan>& nodes, std::vector<std::vector<PostOp>>& post) {
+             const std::vector<NodePlan>& nodes, std::vector<std::vector<PostOp>>& post,
+             const std::vector<int>& pos) {
   const Node& nd = g.node(n);
   const OpId op = op_id(nd.op);
   const bool is_act = op == OpId::relu || op == OpId::gelu || op == OpId::gelu_tanh ||
@@ -249,7 +250,8 @@ int try_fold(const GraphView& g, int n,
           continue;
         // The bias must exist when the matmul runs: a parameter, or computed before it.
         const bool external = (on.flags & (kFlagParam | kFlagState | kFlagInput)) != 0;
-        if (!external && other > m) continue;
+        if (!external && pos[static_cast<std::size_t>(other)] > pos[static_cast<std::size_t>(m)])
+          continue;
         po.kind = PostOp::Kind::bias;
         po.node = other;
       }
@@ -267,8 +269,22 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
                                  CpuContext& ctx, const RunState& state, const PlanOptions& opts) {
   auto plan = std::make_unique<Plan>();
   plan->bindings = b;
+  plan->graph = g;
   const int N = g.size();
   const auto idx = [](int i) { return static_cast<std::size_t>(i); };
+  // The execution order: index order unless a rewrite gave another (runtime/remat.hpp).
+  // Lifetimes, in-place decisions and dependencies are in positions of this order.
+  std::vector<int> seq = opts.exec_order;
+  if (seq.empty()) {
+    seq.resize(idx(N));
+    std::iota(seq.begin(), seq.end(), 0);
+  }
+  if (static_cast<int>(seq.size()) != N)
+    throw Error("stag: internal error: an execution order of " + std::to_string(seq.size()) +
+                " nodes for a graph of " + std::to_string(N));
+  std::vector<int>& pos = plan->position;
+  pos.assign(idx(N), -1);
+  for (int i = 0; i < N; ++i) pos[idx(seq[idx(i)])] = i;
   // Which inputs a consumer's kernel reads through any strides, on the plan's device.
   const auto strided_bits = [&](OpCode op) {
     return opts.device != nullptr ? opts.device->strided(op_id(op)) : kCpuStrided[op.value];
@@ -280,12 +296,12 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
   for (int k : opts.keep) needed[idx(k)] = kept[idx(k)] = 1;
   for (int n = 0; n < N; ++n)
     if ((g.node(n).flags & kFlagOptimizer) || kWrites[g.node(n).op.value]) needed[idx(n)] = 1;
-  for (int n = N - 1; n >= 0; --n)
-    if (needed[idx(n)])
+  for (int i = N - 1; i >= 0; --i)
+    if (const int n = seq[idx(i)]; needed[idx(n)])
       for (int k = 0; k < g.node(n).nin; ++k) needed[idx(g.node(n).in[k])] = 1;
 
   std::vector<std::vector<std::pair<int, int>>> consumers(idx(N));
-  for (int n = 0; n < N; ++n)
+  for (int n : seq)
     if (needed[idx(n)])
       for (int k = 0; k < g.node(n).nin; ++k) consumers[idx(g.node(n).in[k])].emplace_back(n, k);
 
@@ -299,7 +315,7 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
   UnionFind uf;
   std::vector<int> node_buf(idx(N), -1);  // pre-merge buffer id of each node's value
   std::vector<int> buf_node;              // the node that first produced each buffer
-  for (int n = 0; n < N; ++n) {
+  for (int n : seq) {
     NodePlan& p = plan->nodes[idx(n)];
     if (!needed[idx(n)]) continue;
     const Node& nd = g.node(n);
@@ -333,7 +349,8 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
     if (is_reshape_like(op) && src->view.contiguous()) {
       alias = true;  // same bytes, new dims
     } else if (op == OpId::permute) {
-      alias = !consumers[idx(n)].empty();
+      alias =
+          !consumers[idx(n)].empty() && (opts.copy_permute.empty() || !opts.copy_permute[idx(n)]);
       for (const auto& [c, k] : consumers[idx(n)])
         if (kept[idx(n)] || !(strided_bits(g.node(c).op) & (1u << k))) alias = false;
       if (alias) {  // the consumer reads the input through permuted strides
@@ -348,8 +365,8 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
       p.kernel_name = "view";
       continue;
     }
-    if (opts.fuse && opts.device == nullptr) {
-      const int folded = try_fold(g, n, consumers, kept, fused_into, plan->nodes, post);
+    if (opts.fuse && opts.device == nullptr && (opts.may_fold.empty() || opts.may_fold[idx(n)])) {
+      const int folded = try_fold(g, n, consumers, kept, fused_into, plan->nodes, post, pos);
       if (folded >= 0) {
         // A folded bias is read by the matmul's kernel: the matmul waits for it. (A folded
         // scale is a constant baked into the kernel; nothing reads its node.)
@@ -359,6 +376,7 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
             plan->nodes[idx(folded_op.node)].kind == NodePlan::Kind::compute)
           extra_deps[idx(m)].push_back(folded_op.node);
         p.kind = NodePlan::Kind::alias;
+        p.folded_into = m;
         alias_of[idx(n)] = folded;
         node_buf[idx(n)] = node_buf[idx(folded)];
         p.kernel_name = "fused into " + g.name(m);
@@ -393,12 +411,12 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
     if (kept[idx(n)]) buf_kept[idx(bb)] = 1;
     if (plan->nodes[idx(n)].kind == NodePlan::Kind::input) buf_input[idx(bb)] = 1;
     for (const auto& [c, k] : consumers[idx(n)])
-      last_read[idx(bb)] = std::max(last_read[idx(bb)], c);
+      last_read[idx(bb)] = std::max(last_read[idx(bb)], pos[idx(c)]);
   }
 
   // 4. In place: an elementwise node may overwrite an input whose buffer dies at this node.
   std::vector<std::pair<int, int>> in_place_over;  // (node, pre-merge buffer it overwrites)
-  for (int n = 0; n < N; ++n) {
+  for (int n : seq) {
     NodePlan& p = plan->nodes[idx(n)];
     if (p.kind != NodePlan::Kind::compute) continue;
     const Node& nd = g.node(n);
@@ -413,7 +431,7 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
       bool read_later = false;
       for (int bb = 0; bb < nb; ++bb)
         if (uf.find(bb) == root &&
-            (last_read[idx(bb)] > n || buf_kept[idx(bb)] || buf_input[idx(bb)]))
+            (last_read[idx(bb)] > pos[idx(n)] || buf_kept[idx(bb)] || buf_input[idx(bb)]))
           read_later = true;
       if (read_later || !ip.view.contiguous() || ip.view.dtype != p.view.dtype ||
           ip.view.numel() != p.view.numel())
@@ -433,16 +451,17 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
       final_id[idx(root)] = static_cast<int>(plan->buffers.size());
       PlanBuffer pb;
       pb.producer = buf_node[idx(root)];
+      const int at = pos[idx(buf_node[idx(root)])];
       pb.req = {plan->nodes[idx(buf_node[idx(root)])].view.numel() *
                     static_cast<std::int64_t>(
                         dtype_size(plan->nodes[idx(buf_node[idx(root)])].view.dtype)),
-                buf_node[idx(root)], buf_node[idx(root)]};
+                at, at};
       plan->buffers.push_back(pb);
     }
     PlanBuffer& pb = plan->buffers[idx(final_id[idx(root)])];
     final_id[idx(bb)] = final_id[idx(root)];
-    pb.req.start = std::min(pb.req.start, buf_node[idx(bb)]);
-    pb.req.end = std::max({pb.req.end, last_read[idx(bb)], buf_node[idx(bb)]});
+    pb.req.start = std::min(pb.req.start, pos[idx(buf_node[idx(bb)])]);
+    pb.req.end = std::max({pb.req.end, last_read[idx(bb)], pos[idx(buf_node[idx(bb)])]});
     if (buf_kept[idx(bb)]) pb.req.end = N;
     if (buf_input[idx(bb)]) pb.req.start = -1;  // inputs are copied in before the first node runs
   }
@@ -453,6 +472,7 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
   std::vector<BufferReq> reqs;
   for (const PlanBuffer& pb : plan->buffers) reqs.push_back(pb.req);
   plan->memory = place_buffers(reqs);
+  if (opts.memory_only) return plan;
   const std::size_t arena_size =
       static_cast<std::size_t>((std::max<std::int64_t>(plan->memory.peak, 64) + 63) / 64 * 64);
   if (opts.device != nullptr) {
@@ -465,7 +485,7 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
       throw Error("stag: out of memory allocating a " + std::to_string(arena_size) + "-byte arena");
     std::memset(plan->arena_, 0, arena_size);
   }
-  for (int n = 0; n < N; ++n) {
+  for (int n : seq) {  // a view's source is placed before it
     NodePlan& p = plan->nodes[idx(n)];
     if (p.kind == NodePlan::Kind::alias) {
       p.view.data = plan->nodes[idx(alias_of[idx(n)])].view.data;
@@ -536,15 +556,16 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
     NodePlan& p = plan->nodes[idx(n)];
     std::sort(p.deps.begin(), p.deps.end());
     p.deps.erase(std::unique(p.deps.begin(), p.deps.end()), p.deps.end());
-    // Execution order is index order: a dependency on a later node would be a cycle, and a
-    // TBB flow graph with a cycle silently never runs those nodes.
-    if (!p.deps.empty() && p.deps.back() >= n)
-      throw Error("stag: internal error: " + g.name(n) + " depends on a later node (" +
-                  g.name(p.deps.back()) + ")");
+    // A dependency on a node later in the execution order would be a cycle, and a TBB flow
+    // graph with a cycle silently never runs those nodes.
+    for (int d : p.deps)
+      if (pos[idx(d)] >= pos[idx(n)])
+        throw Error("stag: internal error: " + g.name(n) + " depends on a later node (" +
+                    g.name(d) + ")");
   }
 
   // 8. Kernels, made once per plan with final pointers.
-  for (int n = 0; n < N; ++n) {
+  for (int n : seq) {
     NodePlan& p = plan->nodes[idx(n)];
     if (p.kind != NodePlan::Kind::compute) continue;
     const Node& nd = g.node(n);
@@ -584,8 +605,9 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
   }
 
   // 9. Synced values (data-parallel gradients): each is final once the node computing it has
-  // run, and every node that reads it waits for the other ranks' part. Index order is the
-  // execution order, so slots are numbered in the order they become final.
+  // run, and every node that reads it waits for the other ranks' part. Slots are numbered in
+  // the order they become final. (The hooks compare node indices: nodes a rewrite adds never
+  // compute or read gradients, and the others run in index order.)
   if (opts.sync != nullptr && !opts.synced.empty() && opts.device != nullptr)
     throw Error("stag: data-parallel gradients on " +
                 std::string(device_name(opts.device->device())) +
@@ -605,7 +627,8 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
       if (std::none_of(sources.begin(), sources.end(), [&](auto& p) { return p.first == s; }))
         sources.emplace_back(s, n);
     }
-    std::sort(sources.begin(), sources.end());
+    std::sort(sources.begin(), sources.end(),
+              [&](const auto& x, const auto& y) { return pos[idx(x.first)] < pos[idx(y.first)]; });
     std::vector<SyncSlot> slots;
     std::vector<std::vector<int>> readers;
     for (const auto& [s, n] : sources) {
@@ -638,7 +661,7 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
         for (int c : readers[k]) {
           std::vector<int>& deps = plan->nodes[idx(c)].deps;
           for (std::size_t j = 0; j < slots.size() && group[j] <= group[k]; ++j) {
-            if (slots[j].producer >= c)
+            if (pos[idx(slots[j].producer)] >= pos[idx(c)])
               throw Error("stag: internal error: gradient bucket " + std::to_string(group[k]) +
                           " is read by " + g.name(c) + " before " + g.name(slots[j].producer) +
                           " computes it");
@@ -652,14 +675,14 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
 
   // 10. Debug poisoning lists and the TBB flow graph.
   plan->poison_after_.assign(plan->order.size(), {});
-  std::vector<int> pos(idx(N), -1);
+  std::vector<int> order_at(idx(N), -1);  // index in plan->order
   for (std::size_t i = 0; i < plan->order.size(); ++i)
-    pos[idx(plan->order[i])] = static_cast<int>(i);
+    order_at[idx(plan->order[i])] = static_cast<int>(i);
   for (std::size_t bi = 0; bi < plan->buffers.size(); ++bi) {
     const BufferReq& r = plan->buffers[bi].req;
     if (r.end >= N) continue;
     int last = -1;
-    for (int u : users[bi]) last = std::max(last, pos[idx(u)]);
+    for (int u : users[bi]) last = std::max(last, order_at[idx(u)]);
     if (last >= 0) plan->poison_after_[idx(last)].push_back(static_cast<int>(bi));
   }
   if (opts.schedule == Schedule::parallel && opts.device == nullptr)

@@ -67,6 +67,16 @@ struct PlanOptions {
   // the same; the schedule is the device's stream order, and matmul folding is off.
   DeviceBackend* device = nullptr;
   bool tf32 = false;  // device matmuls may use TF32 (off: bit-comparable f32)
+  // Set by graph rewrites (runtime/remat.hpp). The execution order when it is not index order
+  // (every node once, inputs before readers); which nodes may fold into a matmul, and which
+  // permutes must be copies (empty: decided here), so that a rewritten graph folds and copies
+  // exactly what the original did and every value comes from the same kernel.
+  std::vector<int> exec_order;
+  std::vector<char> may_fold;
+  std::vector<char> copy_permute;
+  // Stop after the memory plan: buffers, lifetimes and the peak, but no arena and no kernels
+  // (what-if planning; the plan cannot run).
+  bool memory_only = false;
 };
 
 struct NodePlan {
@@ -78,11 +88,35 @@ struct NodePlan {
   std::unique_ptr<CpuKernel> kernel;
   std::string kernel_name;  // "reference", "onednn ...", "own ...", "view"
   std::vector<int> deps;    // compute nodes that must finish first (data and memory reuse)
+  int folded_into = -1;     // a node folded into a matmul (kind alias): that matmul
 };
 
 struct PlanBuffer {
-  BufferReq req;
+  BufferReq req;  // start and end are positions in the execution order
   int producer = -1;
+};
+
+// A graph that a planner rewrite made from the session's: the same nodes at the same indices
+// (some reading other inputs), new nodes after them, and the order to run them in. Shapes,
+// attributes and scopes are the original graph's.
+struct RewrittenGraph {
+  std::vector<Node> nodes;
+  std::vector<int> order;     // execution order of every node
+  std::vector<int> original;  // the node of the original graph each node computes again
+  GraphView view;             // the original's, with `nodes` in place of its nodes
+};
+
+// What SessionOptions::memory_budget made the planner do (runtime/remat.hpp).
+struct Recompute {
+  std::int64_t budget = 0;        // bytes asked for (0: none)
+  std::int64_t natural_peak = 0;  // the arena without recomputation
+  std::int64_t peak = 0;          // the arena with it
+  std::vector<int> nodes;         // forward nodes computed again in the backward pass
+  std::int64_t extra_flops = 0;   // their cost per step (estimated)
+  int plans_tried = 0;            // memory plans made to choose them
+  // One line per recomputed node and a summary: "recomputes 12 values (3.1 MFLOP per step):
+  // arena 41.0 MiB -> 19.9 MiB (budget 20.0 MiB)".
+  std::string describe(const GraphView& g) const;
 };
 
 class Plan {
@@ -93,10 +127,16 @@ class Plan {
   ~Plan();
 
   Bindings bindings;
+  // The graph the node indices refer to: the session's, or a rewrite of it (rematerialisation)
+  // whose extra nodes come after the session's; `rewritten` then owns it.
+  GraphView graph;
+  std::shared_ptr<const RewrittenGraph> rewritten;
+  Recompute recompute;
   std::vector<NodePlan> nodes;
   std::vector<PlanBuffer> buffers;
   MemoryPlan memory;
-  std::vector<int> order;  // compute nodes in execution order
+  std::vector<int> order;     // compute nodes in execution order
+  std::vector<int> position;  // every node's place in the execution order
   std::int64_t arena_bytes() const { return memory.peak; }
   // Per-node seconds accumulated over profiled steps (PlanOptions::profile), by node index.
   std::vector<double> node_seconds;

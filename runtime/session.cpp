@@ -11,6 +11,7 @@
 
 #include <stag/ops/registry.hpp>
 #include <stag/runtime/params.hpp>
+#include <stag/runtime/remat.hpp>
 #include <stag/runtime/session.hpp>
 
 namespace stag {
@@ -224,9 +225,12 @@ void Session::run(const StepOptions& step) {
       plans_.erase(oldest);
     }
     if (device_) mirror_params();
+    const NamedArrays& external = device_ ? dev_params_ : params_;
     it = plans_
-             .emplace(b, CachedPlan{build_plan(g_, b, device_ ? dev_params_ : params_, ctx_, state_,
-                                               plan_opts_)})
+             .emplace(b, CachedPlan{opts_.memory_budget > 0
+                                        ? build_plan_within(g_, b, external, ctx_, state_,
+                                                            plan_opts_, opts_.memory_budget)
+                                        : build_plan(g_, b, external, ctx_, state_, plan_opts_)})
              .first;
     // Then drop the least recently used others while the arenas exceed the budget.
     const std::int64_t budget = plan_cache_bytes();
@@ -320,11 +324,12 @@ double Session::result() const {
 
 std::string Session::describe_kernels() const {
   std::ostringstream s;
+  const GraphView& g = plan().graph;  // recomputed nodes are the plan's own
   for (int n : plan().order) {
     const NodePlan& p = plan().nodes[static_cast<std::size_t>(n)];
     // NOTE: asked now, not at plan time: some kernels report what the last step did (the
     // fused attention's block mask of a mask_mod).
-    s << g_.name(n) << "  " << op_name(g_.node(n).op) << "  "
+    s << g.name(n) << "  " << op_name(g.node(n).op) << "  "
       << (p.kernel ? p.kernel->describe() : p.kernel_name) << (p.in_place ? "  (in place)" : "")
       << "\n";
   }
@@ -353,7 +358,7 @@ std::string Session::profile_report(int top) const {
   for (int i = 0; i < top && i < static_cast<int>(order.size()); ++i) {
     const int n = order[static_cast<std::size_t>(i)];
     const double ms = 1e3 * p.node_seconds[static_cast<std::size_t>(n)] / p.profiled_steps;
-    s << "  " << ms << " ms  " << g_.name(n) << "  " << op_name(g_.node(n).op) << "  "
+    s << "  " << ms << " ms  " << p.graph.name(n) << "  " << op_name(p.graph.node(n).op) << "  "
       << p.nodes[static_cast<std::size_t>(n)].kernel_name << "\n";
   }
   return s.str();

@@ -45,6 +45,13 @@ struct SessionOptions {
   // to this as they become final in each step, and every node reading one waits for it
   // (runtime/dist/gradient_sync.hpp: bucketed all-reduce across ranks).
   std::shared_ptr<GradientSync> gradient_sync = {};
+  // The most bytes a step's arena may take (0: no limit). The arena holds every value a step
+  // computes (activations, gradients, temporaries); parameters and optimizer state are
+  // outside it. When the plan for a binding would need more, the planner computes some
+  // forward values again in the backward pass instead of keeping them (runtime/remat.hpp),
+  // with bitwise the same results; plan().recompute says which and at what cost. A budget no
+  // recomputation meets is a stag::Error at the step, naming the smallest arena found.
+  std::int64_t memory_budget = 0;
 };
 
 struct StepOptions {

@@ -350,6 +350,7 @@ struct Classify {
     print_result("steps", static_cast<double>(trainer.steps_done()));
     print_throughput(trainer, {vs, ts});
     print_result("checkpoint", used);
+    print_step_memory(trainer);
     export_weights(ctx, trainer);
     return 0;
   }

@@ -58,6 +58,7 @@ TrainerOptions trainer_options(const RunContext& ctx, std::int64_t total_steps, 
   TrainerOptions t;
   t.session.threads = o.threads;
   t.session.seed = o.seed;
+  t.session.memory_budget = static_cast<std::int64_t>(o.memory_budget_mib * 1048576.0);
   t.lr = make_lr_schedule(o, total_steps, d_model);
   t.optimizer = OptimizerSettings{.beta1 = o.beta1,
                                   .beta2 = o.beta2,
@@ -139,6 +140,17 @@ void print_result(const std::string& name, double value) {
 void print_result(const std::string& name, const std::string& value) {
   std::printf("%s: %s\n", name.c_str(), value.c_str());
   std::fflush(stdout);
+}
+
+void print_step_memory(const Trainer& trainer) {
+  const Plan* p = trainer.step_plan();
+  if (p == nullptr) return;
+  print_result("train_arena_mib", static_cast<double>(p->arena_bytes()) / 1048576.0);
+  if (const Recompute& rc = p->recompute; rc.budget > 0) {
+    print_result("natural_arena_mib", static_cast<double>(rc.natural_peak) / 1048576.0);
+    print_result("recomputed_values", static_cast<double>(rc.nodes.size()));
+    print_result("recompute_gflop_per_step", static_cast<double>(rc.extra_flops) / 1e9);
+  }
 }
 
 void export_weights(const RunContext& ctx, const Trainer& trainer) {

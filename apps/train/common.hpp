@@ -99,6 +99,9 @@ std::int64_t planned_steps(const RunOptions& o, std::size_t batches_per_epoch);
 
 // --export-bf16 PATH: the trainer's current weights as bf16 (a `export_bf16: PATH` line).
 void export_weights(const RunContext& ctx, const Trainer& trainer);
+// The training step's arena (train_arena_mib) and, under --memory-budget-mib, what it
+// recomputes to stay within it.
+void print_step_memory(const Trainer& trainer);
 
 // The final results: `name: value` lines on stdout (what scripts and docs read).
 void print_result(const std::string& name, double value);

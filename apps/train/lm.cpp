@@ -146,6 +146,7 @@ struct Lm {
     print_result("checkpoint", o.eval_only                              ? ctx.resume
                                : o.keep_best && trainer.best_step() > 0 ? best_path(ctx)
                                                                         : ctx.checkpoint);
+    print_step_memory(trainer);
     export_weights(ctx, trainer);
     return 0;
   }

@@ -34,6 +34,7 @@ RunOptions defaults_for(Task task) {
   o.accumulation = 1;
   o.lr_schedule = "cosine";
   o.precision = "f32";
+  o.memory_budget_mib = 0;
   o.min_lr = 0;
   o.beta1 = 0.9;
   o.beta2 = 0.999;
@@ -152,6 +153,10 @@ const char* help_for(const std::string& field) {
        "f32, or bf16: every matmul reads bf16 operands and accumulates in f32 (stag::autocast; "
        "norms, softmax, losses, the optimizer and the checkpoint stay f32); compiled for the "
        "presets classify pre, lm small and g2p small"},
+      {"memory_budget_mib",
+       "Keep the training step's arena (activations, gradients, temporaries; not the weights or "
+       "optimizer state) within this many MiB by computing some forward values again in the "
+       "backward pass, with the same results (0: no limit)"},
       {"bucket", "Batch examples of similar length together (less padding)"},
       {"token_dropout",
        "classify: leave each training token out with this probability, anew each epoch (word "
@@ -271,6 +276,7 @@ void validate(const RunOptions& o, Task task) {
   if (!(o.eps > 0)) fail("eps", "must be positive");
   if (o.weight_decay < 0) fail("weight-decay", "must not be negative");
   if (o.threads < 0) fail("threads", "must not be negative");
+  if (o.memory_budget_mib < 0) fail("memory_budget_mib", "must not be negative");
   if (!(o.token_dropout >= 0 && o.token_dropout < 1)) fail("token-dropout", "must be in [0, 1)");
   if (o.limit < 0 || o.eval_limit < 0 || o.test_limit < 0) fail("limit", "must not be negative");
   if (o.pretrain_steps < 0) fail("pretrain-steps", "must not be negative");

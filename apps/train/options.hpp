@@ -41,9 +41,10 @@ struct ModelOptions {
       (double, beta1), (double, beta2), (double, eps), (double, weight_decay),
       (double, clip_norm),  // <= 0: no clipping
       (std::uint64_t, seed), (int, threads),
-      (std::string, precision),  // f32, or bf16: the matmuls under stag::autocast
-      (bool, bucket),            // batch texts of similar length together
-      (double, token_dropout),   // classify: drop each training token with this probability
+      (std::string, precision),     // f32, or bf16: the matmuls under stag::autocast
+      (double, memory_budget_mib),  // the training step's arena limit (0: none)
+      (bool, bucket),               // batch texts of similar length together
+      (double, token_dropout),      // classify: drop each training token with this probability
       // classify: masked-LM pretraining of the encoder on unlabelled text first.
       (std::int64_t, pretrain_steps),  // 0: none
       (double, pretrain_lr),

@@ -36,6 +36,19 @@ set_tests_properties(stag_train.classify stag_train.classify_resume stag_train.c
 add_test(NAME stag_train.lm COMMAND stag-train lm ${quick} --limit 300 --max-steps 6 --batch-size 4 --max-len 32
          --eval-limit 16 --eval-every 3 --accumulation 2 --test-limit 64 --out ${smoke}/lm)
 set_tests_properties(stag_train.lm PROPERTIES PASS_REGULAR_EXPRESSION "val_bpc: .*unigram_bpc: ")
+# --memory-budget-mib: the LM's step needs 8.3 MiB; within 7.5 it recomputes (runtime/remat.hpp;
+# that the values stay bitwise the same is tested in runtime/test_remat.cpp), and 1 MiB is
+# refused with the smallest arena found.
+add_test(NAME stag_train.lm_memory_budget COMMAND stag-train lm ${quick} --limit 300 --max-steps 4 --batch-size 4
+         --max-len 32 --eval-limit 16 --test-limit 64 --memory-budget-mib 7.5 --out ${smoke}/lm_budget)
+set_tests_properties(stag_train.lm_memory_budget PROPERTIES
+  PASS_REGULAR_EXPRESSION "train_arena_mib: [0-9.]+\nnatural_arena_mib: 8\\.[0-9]+\nrecomputed_values: [1-9]")
+add_test(NAME stag_train.lm_memory_budget_too_small COMMAND stag-train lm ${quick} --limit 300 --max-steps 4
+         --batch-size 4 --max-len 32 --memory-budget-mib 1 --out ${smoke}/lm_budget_small)
+set_tests_properties(stag_train.lm_memory_budget_too_small PROPERTIES PASS_REGULAR_EXPRESSION
+  "memory budget of 1.0 MiB \\(1048576 bytes\\) cannot be met: the smallest arena found recomputes [0-9]+ values and needs")
+set_tests_properties(stag_train.lm_memory_budget stag_train.lm_memory_budget_too_small PROPERTIES
+  LABELS unit ENVIRONMENT "OMP_WAIT_POLICY=passive" SKIP_RETURN_CODE 77)
 add_test(NAME stag_train.g2p COMMAND stag-train g2p ${quick} --limit 400 --max-steps 5 --batch-size 16
          --eval-limit 40 --test-limit 200 --out ${smoke}/g2p)
 set_tests_properties(stag_train.g2p PROPERTIES PASS_REGULAR_EXPRESSION "test_per: .*test_wer: ")

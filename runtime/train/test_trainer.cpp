@@ -689,3 +689,50 @@ TEST_CASE("bf16 weights: half the file, read back by load_weights, refused by re
   CHECK_THROWS_WITH(r.resume(half), Catch::Contains("holds only the weights (bf16") &&
                                         Catch::Contains("--init-from"));
 }
+
+TEST_CASE("a memory budget changes the training step's arena, not its losses or weights",
+          "[trainer][remat]") {
+  const data::EncodedTexts d = make_rows(128, 11);
+  const DataSource src = source_of(d, 32, 2);  // activations outweigh the kept gradients
+  for (int accumulation : {1, 2}) {
+    INFO("accumulation " << accumulation);
+    // The batches' shapes differ (the longest row decides), and so do their natural arenas.
+    auto run = [&](std::int64_t budget, std::vector<std::int64_t>* arenas,
+                   std::vector<std::int64_t>* natural) {
+      TrainerOptions o = options(5);
+      o.session.memory_budget = budget;
+      Trainer t(training_graphs<drop_net, kOpt>(), o);
+      std::vector<double> losses;
+      for (std::size_t i = 0; i + accumulation <= src.num_batches(0); i += accumulation) {
+        std::vector<Batch> micro;
+        for (int k = 0; k < accumulation; ++k) micro.push_back(src.batch(0, i + k));
+        losses.push_back(t.step(micro).loss);
+        arenas->push_back(t.step_plan()->arena_bytes());
+        natural->push_back(budget > 0 ? t.step_plan()->recompute.natural_peak : arenas->back());
+      }
+      return std::pair{losses, t.params()};
+    };
+    std::vector<std::int64_t> plain_arenas, unused, tight_arenas, natural;
+    const auto [plain_losses, plain_params] = run(0, &plain_arenas, &unused);
+    // One layer: the peak is in its FFN's backward, which needs most of what it saved, so
+    // recomputation can take about a fifth off (a deep model, half: test_remat.cpp).
+    const std::int64_t budget =
+        *std::max_element(plain_arenas.begin(), plain_arenas.end()) * 85 / 100;
+    const auto [tight_losses, tight_params] = run(budget, &tight_arenas, &natural);
+    REQUIRE(tight_losses.size() == plain_losses.size());
+    int recomputed = 0;
+    for (std::size_t i = 0; i < plain_losses.size(); ++i) {
+      INFO("step " << i + 1 << ": natural arena " << natural[i] << ", budget " << budget);
+      CHECK(natural[i] == plain_arenas[i]);
+      CHECK(tight_arenas[i] <= budget);
+      recomputed += plain_arenas[i] > budget;
+      CHECK(std::memcmp(&plain_losses[i], &tight_losses[i], sizeof(double)) == 0);
+    }
+    CHECK(recomputed > 0);
+    for (const auto& [name, value] : plain_params) {
+      INFO(name);
+      const Array& other = tight_params.at(name);
+      CHECK(std::memcmp(value.raw(), other.raw(), value.bytes()) == 0);
+    }
+  }
+}

@@ -137,6 +137,7 @@ Trainer::Trainer(const TrainingGraphs& graphs, TrainerOptions options)
   if (graphs_.grad.size() > 0 && graphs_.update.size() > 0) {
     so.shared_params = step_session_->params();
     grad_session_ = std::make_unique<Session>(graphs_.grad, so);
+    so.memory_budget = 0;  // no forward values to recompute: the gradients are its inputs
     update_session_ = std::make_unique<Session>(graphs_.update, so);
   }
 }
@@ -156,11 +157,18 @@ const NamedArrays& Trainer::params() const {
   return step_session_->params();
 }
 
+const Plan* Trainer::step_plan() const {
+  for (const Session* s : {grad_session_.get(), step_session_.get()})
+    if (s != nullptr && s->num_plans() > 0) return &s->plan();
+  return nullptr;
+}
+
 Session& Trainer::eval_session() {
   if (!eval_session_) {
     SessionOptions so = opts_.session;
     so.gradient_sync = nullptr;
     so.shared_params = step_session_->params();
+    so.memory_budget = 0;  // the budget is the training step's: a forward pass has no backward
     eval_session_ = std::make_unique<Session>(graphs_.model, so);
   }
   return *eval_session_;

@@ -234,6 +234,9 @@ class Trainer {
   EvalStats evaluate(std::span<const Batch> batches, const EvaluateOptions& options = {});
   // The forward graph's session (current weights): for predictions and decoding.
   Session& eval_session();
+  // The plan of the last training step (of the micro-batch graph with accumulation): its arena
+  // and what SessionOptions::memory_budget made it recompute. Null before the first step.
+  const Plan* step_plan() const;
 
   // The whole loop: epochs of `data`, steps of `accumulation` micro-batches, progress, metrics,
   // evaluations and checkpoints. Continues from where a resumed checkpoint left off.
