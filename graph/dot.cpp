@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <set>
 #include <tuple>
 
@@ -22,7 +23,7 @@ std::string dot_shape_text(const GraphView& g, const ShapeV& s) {
 
 namespace {
 
-enum class NodeKind { op, input, param, constant, backward, optimizer, state };
+enum class NodeKind { op, input, param, constant, backward, optimizer, state, recompute };
 enum Side { kForward = 0, kBackward = 1, kOptimizer = 2 };
 
 struct Style {
@@ -41,12 +42,15 @@ constexpr Style kStyles[] = {
     {"backward", "box", "rounded,filled", "#fadbd8", "#922b21"},
     {"optimizer", "box", "rounded,filled", "#d5f5e3", "#1e8449"},
     {"optimizer state", "box", "filled", "#e8daef", "#6c3483"},
+    {"recomputed", "box", "rounded,filled,dashed", "#fef5e7", "#ca6f1e"},
 };
+inline constexpr int kKinds = static_cast<int>(std::size(kStyles));
 // Indexed by Side: cluster name prefix, fill and the caption of the side's outer box.
 constexpr const char* kClusterPrefix[] = {"cluster_f", "cluster_b", "cluster_o"};
 constexpr const char* kClusterFill[] = {"#f8f9f9", "#fdf2f1", "#eafaf1"};
 
 NodeKind kind_of(const Node& n) {
+  if (n.flags & kFlagRecompute) return NodeKind::recompute;  // a plan's rewrite (remat.hpp)
   if (n.flags & kFlagState) return NodeKind::state;
   if (n.flags & kFlagOptimizer) return NodeKind::optimizer;
   if (n.flags & kFlagBackward) return NodeKind::backward;
@@ -58,7 +62,7 @@ NodeKind kind_of(const Node& n) {
 
 Side side_of(const Node& n) {
   if (n.flags & (kFlagOptimizer | kFlagState)) return kOptimizer;
-  if (n.flags & kFlagBackward) return kBackward;
+  if (n.flags & (kFlagBackward | kFlagRecompute)) return kBackward;
   return kForward;
 }
 
@@ -313,11 +317,11 @@ class Writer {
   }
 
   std::string legend() const {
-    bool present[7] = {};
+    bool present[kKinds] = {};
     for (int n = 0; n < g_.size(); ++n) present[static_cast<int>(kind_of(g_.node(n)))] = true;
     std::string t = "<TABLE BORDER=\"0\" CELLSPACING=\"4\"><TR>";
     if (!o_.title.empty()) t += "<TD><B>" + xml_escape(o_.title) + "</B></TD>";
-    for (int k = 0; k < 7; ++k)
+    for (int k = 0; k < kKinds; ++k)
       if (present[k])
         t += std::string("<TD BORDER=\"1\" BGCOLOR=\"") + kStyles[k].fill + "\" COLOR=\"" +
              kStyles[k].pen + "\"><FONT POINT-SIZE=\"9\">" + kStyles[k].legend + "</FONT></TD>";

@@ -8,6 +8,7 @@
 #include "harness.hpp"
 
 #include <stag/runtime/remat.hpp>
+#include <stag/runtime/viz/render.hpp>
 
 namespace {
 using namespace stag;
@@ -144,7 +145,7 @@ TEST_CASE("a training step at half its natural arena gives bitwise the same valu
     }
 }
 
-TEST_CASE("recomputed nodes appear in the kernel list and the profile", "[remat]") {
+TEST_CASE("recomputed nodes appear in the kernel list, the profile and the picture", "[remat]") {
   const NamedArrays in = batch_inputs(4, 32, 5, false);
   const std::int64_t natural = natural_peak(lm_grad, in);
   Session s(lm_grad, {.threads = 1, .profile = true, .seed = 3, .memory_budget = natural * 3 / 5});
@@ -155,6 +156,11 @@ TEST_CASE("recomputed nodes appear in the kernel list and the profile", "[remat]
   const std::string report = s.plan().recompute.describe(s.plan().graph);
   CHECK(report.find("recomputes ") == 0);
   CHECK(report.find("budget") != std::string::npos);
+  // The plan's graph drawn: clones in the backward box, in their own style and legend entry.
+  const std::string dot = to_dot(s.plan().graph, dot_options());
+  CHECK(dot.find(">recomputed<") != std::string::npos);
+  CHECK(dot.find("#fef5e7") != std::string::npos);
+  CHECK(to_dot(GraphView(lm_grad), dot_options()).find(">recomputed<") == std::string::npos);
 }
 
 TEST_CASE("a budget at or above the natural arena changes nothing", "[remat]") {
