@@ -165,81 +165,102 @@ inline double tile_fraction(const Problem& p) {
 
 namespace detail {
 
-typedef float v16 __attribute__((vector_size(64)));
-typedef float v16u __attribute__((vector_size(64), aligned(4)));
+// The micro-kernels' vector: a whole register of the target ISA. 64-byte vectors on a CPU
+// without AVX-512 made g++ keep most intermediate values on the stack (9,400 of the backward
+// pass's 15,700 instructions touched it): the fused attention ran 4x slower than the unfused
+// chain on an AVX2 machine. Each output element is summed over K in the same order whatever the
+// width, so results do not depend on it.
+#if defined(__AVX512F__)
+inline constexpr int kVec = 16;       // floats per register
+inline constexpr int kBlockVecs = 4;  // columns per pass: 4 rows x 4 = 16 of 32 registers
+#else
+inline constexpr int kVec = 8;
+inline constexpr int kBlockVecs = 3;  // 4 rows x 3 = 12 accumulators, 3 of B, 1 of A: 16 registers
+#endif
+typedef float vreg __attribute__((vector_size(kVec * sizeof(float))));
+typedef float vregu __attribute__((vector_size(kVec * sizeof(float)), aligned(4)));
 
-inline v16 load(const float* p) {
-  return *reinterpret_cast<const v16u*>(p);
+inline vreg load(const float* p) {
+  return *reinterpret_cast<const vregu*>(p);
 }
-inline void store(float* p, v16 x) {
-  *reinterpret_cast<v16u*>(p) = x;
+inline void store(float* p, vreg x) {
+  *reinterpret_cast<vregu*>(p) = x;
 }
 
 inline std::int64_t round_up(std::int64_t x, std::int64_t m) {
   return (x + m - 1) / m * m;
 }
 
-// C[M][64] = A[M][K] (row stride lda) times Bt[K][64]; M a multiple of 4.
+// Calls f.template operator()<NV>(col) for column blocks covering `nvec` vectors: full blocks
+// of kBlockVecs, then the remainder.
+template <class F>
+inline void for_column_blocks(int nvec, F&& f) {
+  int v = 0;
+  for (; v + kBlockVecs <= nvec; v += kBlockVecs) f.template operator()<kBlockVecs>(v * kVec);
+  switch (nvec - v) {
+    case 1:
+      f.template operator()<1>(v * kVec);
+      break;
+    case 2:
+      f.template operator()<2>(v * kVec);
+      break;
+    case 3:
+      if constexpr (kBlockVecs > 3) f.template operator()<3>(v * kVec);
+      break;
+    default:
+      break;
+  }
+}
+
+// C[M][64] = A[M][K] (row stride lda) times Bt[K][64]; M a multiple of 4. Only the first
+// `cols` columns (rounded up to 16) are multiplied; the others are stored as zeros, which is
+// what they would be: callers pass fewer than 64 columns only where the rest of Bt is zero
+// padding (short key sequences, such as tf's 32, multiply half the tile).
 inline void gemm_nt(const float* __restrict a, std::int64_t lda, const float* __restrict bt,
-                    std::int64_t kdim, float* __restrict c, std::int64_t m) {
+                    std::int64_t kdim, float* __restrict c, std::int64_t m,
+                    std::int64_t cols = kTile) {
+  const int nvec = static_cast<int>(round_up(std::min<std::int64_t>(cols, kTile), 16)) / kVec;
   for (std::int64_t i = 0; i < m; i += 4) {
-    v16 acc[4][4] = {};
     const float* a0 = a + i * lda;
-    for (std::int64_t d = 0; d < kdim; ++d) {
-      const float* b = bt + d * kTile;
-      const v16 b0 = load(b), b1 = load(b + 16), b2 = load(b + 32), b3 = load(b + 48);
-      for (int r = 0; r < 4; ++r) {
-        const float s = a0[r * lda + d];
-        acc[r][0] += s * b0;
-        acc[r][1] += s * b1;
-        acc[r][2] += s * b2;
-        acc[r][3] += s * b3;
+    for_column_blocks(nvec, [&]<int NV>(int c0) {
+      vreg acc[4][NV] = {};
+      for (std::int64_t d = 0; d < kdim; ++d) {
+        vreg bv[NV];
+        for (int cc = 0; cc < NV; ++cc) bv[cc] = load(bt + d * kTile + c0 + cc * kVec);
+        for (int r = 0; r < 4; ++r) {
+          const float s = a0[r * lda + d];
+          for (int cc = 0; cc < NV; ++cc) acc[r][cc] += s * bv[cc];
+        }
       }
-    }
-    for (int r = 0; r < 4; ++r)
-      for (int cc = 0; cc < 4; ++cc) store(c + (i + r) * kTile + cc * 16, acc[r][cc]);
+      for (int r = 0; r < 4; ++r)
+        for (int cc = 0; cc < NV; ++cc) store(c + (i + r) * kTile + c0 + cc * kVec, acc[r][cc]);
+    });
+    for (int col = nvec * kVec; col < kTile; col += kVec)
+      for (int r = 0; r < 4; ++r) store(c + (i + r) * kTile + col, vreg{});
   }
 }
 
 // C[M][N] += A[M][K] (row stride lda) times B[K][N] (row stride ldb = ldc); M a multiple of 4,
 // N a multiple of 16.
-template <int NC>
-inline void gemm_nn_block(const float* __restrict a, std::int64_t lda, const float* __restrict b,
-                          std::int64_t ldb, std::int64_t kdim, float* __restrict c, std::int64_t m,
-                          std::int64_t col) {
+inline void gemm_nn(const float* __restrict a, std::int64_t lda, const float* __restrict b,
+                    std::int64_t n, std::int64_t kdim, float* __restrict c, std::int64_t m) {
   for (std::int64_t i = 0; i < m; i += 4) {
-    v16 acc[4][NC];
-    for (int r = 0; r < 4; ++r)
-      for (int cc = 0; cc < NC; ++cc) acc[r][cc] = load(c + (i + r) * ldb + col + cc * 16);
     const float* a0 = a + i * lda;
-    for (std::int64_t x = 0; x < kdim; ++x) {
-      v16 bv[NC];
-      for (int cc = 0; cc < NC; ++cc) bv[cc] = load(b + x * ldb + col + cc * 16);
-      for (int r = 0; r < 4; ++r) {
-        const float s = a0[r * lda + x];
-        for (int cc = 0; cc < NC; ++cc) acc[r][cc] += s * bv[cc];
+    for_column_blocks(static_cast<int>(n / kVec), [&]<int NV>(int col) {
+      vreg acc[4][NV];
+      for (int r = 0; r < 4; ++r)
+        for (int cc = 0; cc < NV; ++cc) acc[r][cc] = load(c + (i + r) * n + col + cc * kVec);
+      for (std::int64_t x = 0; x < kdim; ++x) {
+        vreg bv[NV];
+        for (int cc = 0; cc < NV; ++cc) bv[cc] = load(b + x * n + col + cc * kVec);
+        for (int r = 0; r < 4; ++r) {
+          const float s = a0[r * lda + x];
+          for (int cc = 0; cc < NV; ++cc) acc[r][cc] += s * bv[cc];
+        }
       }
-    }
-    for (int r = 0; r < 4; ++r)
-      for (int cc = 0; cc < NC; ++cc) store(c + (i + r) * ldb + col + cc * 16, acc[r][cc]);
-  }
-}
-inline void gemm_nn(const float* a, std::int64_t lda, const float* b, std::int64_t n,
-                    std::int64_t kdim, float* c, std::int64_t m) {
-  std::int64_t col = 0;
-  for (; col + 64 <= n; col += 64) gemm_nn_block<4>(a, lda, b, n, kdim, c, m, col);
-  switch ((n - col) / 16) {
-    case 3:
-      gemm_nn_block<3>(a, lda, b, n, kdim, c, m, col);
-      break;
-    case 2:
-      gemm_nn_block<2>(a, lda, b, n, kdim, c, m, col);
-      break;
-    case 1:
-      gemm_nn_block<1>(a, lda, b, n, kdim, c, m, col);
-      break;
-    default:
-      break;
+      for (int r = 0; r < 4; ++r)
+        for (int cc = 0; cc < NV; ++cc) store(c + (i + r) * n + col + cc * kVec, acc[r][cc]);
+    });
   }
 }
 
@@ -361,13 +382,13 @@ struct ForwardScratch {
 
 // The largest of a tile row's 64 scores (-inf when all are masked).
 inline float row_max(const float* __restrict x) {
-  v16 m = load(x);
-  for (int j = 16; j < kTile; j += 16) {
-    const v16 y = load(x + j);
+  vreg m = load(x);
+  for (int j = kVec; j < kTile; j += kVec) {
+    const vreg y = load(x + j);
     m = m > y ? m : y;
   }
   float r = m[0];
-  for (int j = 1; j < kLanes; ++j) r = m[j] > r ? m[j] : r;
+  for (int j = 1; j < kVec; ++j) r = m[j] > r ? m[j] : r;
   return r;
 }
 
@@ -422,7 +443,7 @@ inline void forward(const Problem& p, float* o, float* lse) {
         pack_cols(kb, p.k_st[2], k0, cols, p.Dk, w.kt.data());
         pack_rows(vb, p.v_st[2], k0, cols, p.Dv, dvp, w.vp.data());
         float* s = w.s.data();
-        gemm_nt(w.qp.data(), dkp, w.kt.data(), p.Dk, s, rows4);
+        gemm_nt(w.qp.data(), dkp, w.kt.data(), p.Dk, s, rows4, cols);
         mask_scores(p, cls, b, h, q0, rows, k0, cols, s);
         for (std::int64_t r = 0; r < rows; ++r) {
           float* row = s + r * kTile;
@@ -457,7 +478,8 @@ inline void forward(const Problem& p, float* o, float* lse) {
         }
         for (std::int64_t r = rows; r < rows4; ++r)
           std::fill(s + r * kTile, s + (r + 1) * kTile, 0.f);
-        gemm_nn(s, kTile, w.vp.data(), dvp, kTile, w.acc.data(), rows4);
+        // Keys past `cols` have P = 0 and zero rows of V: they add nothing.
+        gemm_nn(s, kTile, w.vp.data(), dvp, cols, w.acc.data(), rows4);
       }
       float* ob = o + ((b * p.Hq + h) * p.Sq + q0) * p.Dv;
       for (std::int64_t r = 0; r < rows; ++r) {
@@ -550,7 +572,7 @@ inline void backward(const Problem& p, const float* o, const std::int64_t* o_st,
               const int cls = tile_class(p, b, h, q0, q0 + rows, k0, k0 + cols);
               if (cls == 0) continue;
               pack_cols(kb, p.k_st[2], k0, cols, p.Dk, w.kt.data());
-              gemm_nt(w.qp.data(), dkp, w.kt.data(), p.Dk, w.s.data(), rows4);
+              gemm_nt(w.qp.data(), dkp, w.kt.data(), p.Dk, w.s.data(), rows4, cols);
               mask_scores(p, cls, b, h, q0, rows, k0, cols, w.s.data());
               for (std::int64_t r = 0; r < rows; ++r) {
                 const float* row = w.s.data() + r * kTile;
@@ -576,11 +598,11 @@ inline void backward(const Problem& p, const float* o, const std::int64_t* o_st,
             pack_cols(vb, p.v_st[2], k0, cols, p.Dv, w.vt.data());
             float* s = w.s.data();    // scores, then probabilities P
             float* dp = w.pt.data();  // dP, then dS
-            gemm_nt(w.qp.data(), dkp, w.kt.data(), p.Dk, s, rows4);
+            gemm_nt(w.qp.data(), dkp, w.kt.data(), p.Dk, s, rows4, cols);
             if (user_score) std::copy(s, s + kTile * kTile, w.raw.data());
             const bool capped = p.score_mod == ScoreMod::softcap;
             mask_scores(p, cls, b, h, q0, rows, k0, cols, s, capped ? w.dmod.data() : nullptr);
-            gemm_nt(w.dop.data(), dvp, w.vt.data(), p.Dv, dp, rows4);
+            gemm_nt(w.dop.data(), dvp, w.vt.data(), p.Dv, dp, rows4, cols);
             for (std::int64_t r = 0; r < kTile; ++r) {
               float* srow = s + r * kTile;
               float* dprow = dp + r * kTile;
@@ -619,11 +641,14 @@ inline void backward(const Problem& p, const float* o, const std::int64_t* o_st,
             if (user_score) grad_tile(p.run, b, h, q0, rows, k0, cols, w.raw.data(), dp, cg);
             // dV += P^T dO, dK += dS^T Q (scaled at the end), dQ += dS K.
             float t[kTile * kTile];
+            // Key rows past `cols` (padding: P and dS are 0 there) are neither accumulated into
+            // dV and dK (never read) nor summed into dQ (they would add zeros).
+            const std::int64_t cols4 = round_up(cols, 4);
             transpose_tile(s, t);
-            gemm_nn(t, kTile, w.dop.data(), dvp, rows4, dv_acc.data() + k0 * dvp, kTile);
+            gemm_nn(t, kTile, w.dop.data(), dvp, rows4, dv_acc.data() + k0 * dvp, cols4);
             transpose_tile(dp, t);
-            gemm_nn(t, kTile, w.qp.data(), dkp, rows4, dk_acc.data() + k0 * dkp, kTile);
-            gemm_nn(dp, kTile, w.kp.data(), dkp, kTile, w.dq.data(), rows4);
+            gemm_nn(t, kTile, w.qp.data(), dkp, rows4, dk_acc.data() + k0 * dkp, cols4);
+            gemm_nn(dp, kTile, w.kp.data(), dkp, cols, w.dq.data(), rows4);
           }
           float* dqb = dq + ((b * p.Hq + h) * p.Sq + q0) * p.Dk;
           for (std::int64_t r = 0; r < rows; ++r)
