@@ -114,8 +114,8 @@ struct Recompute {
   std::vector<int> nodes;         // forward nodes computed again in the backward pass
   std::int64_t extra_flops = 0;   // their cost per step (estimated)
   int plans_tried = 0;            // memory plans made to choose them
-  // One line per recomputed node and a summary: "recomputes 12 values (3.1 MFLOP per step):
-  // arena 41.0 MiB -> 19.9 MiB (budget 20.0 MiB)".
+  // One line per recomputed node and a summary: "recomputes 12 values (0.003 GFLOP per step):
+  // arena 41.0 MiB -> 19.9 MiB (budget 20.0 MiB; 4 memory plans made to choose)".
   std::string describe(const GraphView& g) const;
 };
 

@@ -123,9 +123,11 @@ std::unique_ptr<RewrittenGraph> rewrite_for_recompute(const GraphView& g,
 
 std::string Recompute::describe(const GraphView& g) const {
   std::ostringstream s;
-  s << "recomputes " << nodes.size() << " value" << (nodes.size() == 1 ? "" : "s") << " ("
-    << static_cast<double>(extra_flops) / 1e6 << " MFLOP per step): arena " << mib(natural_peak)
-    << " -> " << mib(peak) << " (budget " << mib(budget) << ")\n";
+  char work[48];
+  std::snprintf(work, sizeof work, "%.3f GFLOP", static_cast<double>(extra_flops) / 1e9);
+  s << "recomputes " << nodes.size() << " value" << (nodes.size() == 1 ? "" : "s") << " (" << work
+    << " per step): arena " << mib(natural_peak) << " -> " << mib(peak) << " (budget "
+    << mib(budget) << "; " << plans_tried << " memory plans made to choose)\n";
   for (int n : nodes) s << "  " << g.name(n) << "  " << op_name(g.node(n).op) << "\n";
   return s.str();
 }
