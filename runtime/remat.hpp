@@ -26,9 +26,9 @@ std::unique_ptr<RewrittenGraph> rewrite_for_recompute(const GraphView& g,
 // (estimated FLOPs over bytes) among those alive at the plan's peak, until the memory plan
 // fits. A value folded into a matmul is recomputed with the matmul. The fused attention (its
 // backward reads statistics saved by its forward kernel), values kept as outputs and nodes
-// with side effects are never recomputed. The values are bitwise those of the plan without a budget: a clone
-// runs the kernel its original ran, and folding is limited to what the original plan folded.
-// A budget no choice meets is a stag::Error naming the smallest arena found.
+// with side effects are never recomputed. The values are bitwise those of the plan without a
+// budget: a clone runs the kernel its original ran, and folding is limited to what the original
+// plan folded. A budget no choice meets is a stag::Error naming the smallest arena found.
 std::unique_ptr<Plan> build_plan_within(const GraphView& g, const Bindings& b,
                                         const NamedArrays& external, CpuContext& ctx,
                                         const RunState& state, const PlanOptions& opts,
