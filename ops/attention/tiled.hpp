@@ -19,7 +19,6 @@
 namespace stag::attn {
 
 inline constexpr int kTile = 64;  // rows of a query tile and of a key tile
-inline constexpr int kLanes = 16;
 
 // The built-in masks (attrs i[0] of the attention op). Query q sits at key position
 // q + (Sk - Sq), as in causal_mask<Sq, Sk>: with a KV cache the queries are the last positions.
