@@ -2,7 +2,7 @@
 // an online softmax in the forward pass, and a backward pass that recomputes the probabilities
 // from the saved log-sum-exp. Plain C++ over GCC/clang vector types, so it has no dependency
 // on the rest of stag and is tested standalone too. A new built-in mask adds a case to
-// tile_class() and keep_fn().
+// builtin_tile_class() and mask_scores().
 #pragma once
 
 #include <algorithm>
@@ -130,18 +130,6 @@ inline double block_fraction(const std::uint8_t* blocks, std::int64_t n) {
   return n > 0 ? static_cast<double>(kept) / static_cast<double>(n) : 1.0;
 }
 
-inline bool keep_fn(const Problem& p, std::int64_t b, std::int64_t h, std::int64_t q,
-                    std::int64_t kk) {
-  if (row_inactive(p, b)) return false;
-  const std::int64_t hi = q + key_offset(p, b);
-  if (p.mask != MaskKind::none && kk > hi) return false;
-  if (p.mask == MaskKind::sliding_window && kk <= hi - p.window) return false;
-  if (p.keep != nullptr &&
-      !p.keep[b * p.keep_st[0] + h * p.keep_st[1] + q * p.keep_st[2] + kk * p.keep_st[3]])
-    return false;
-  return true;
-}
-
 // ALiBi's slope of head h.
 inline float alibi_slope(const Problem& p, std::int64_t h) {
   return static_cast<float>(
@@ -167,14 +155,17 @@ namespace detail {
 // The micro-kernels' vector: a whole register of the target ISA. 64-byte vectors on a CPU
 // without AVX-512 made g++ keep most intermediate values on the stack (9,400 of the backward
 // pass's 15,700 instructions touched it): the fused attention ran 4x slower than the unfused
-// chain on an AVX2 machine. Each output element is summed over K in the same order whatever the
-// width, so results do not depend on it.
+// chain on an AVX2 machine. Each matmul output element is summed over K in the same order
+// whatever the width or the block shape; a softmax row's sum is taken in kVec lanes.
 #if defined(__AVX512F__)
 inline constexpr int kVec = 16;       // floats per register
 inline constexpr int kBlockVecs = 4;  // columns per pass: 4 rows x 4 = 16 of 32 registers
 #else
 inline constexpr int kVec = 8;
-inline constexpr int kBlockVecs = 3;  // 4 rows x 3 = 12 accumulators, 3 of B, 1 of A: 16 registers
+// 4 rows x 2 vectors: 8 accumulators, B held in 2 registers, 6 loads per 8 FMAs. With 3 (12
+// accumulators) g++ ran out of the 16 registers and read B from memory in every FMA, and a
+// head size of 32 (4 vectors) left a 1-vector remainder pass: cls's backward pass was 6 % slower.
+inline constexpr int kBlockVecs = 2;
 #endif
 typedef float vreg __attribute__((vector_size(kVec * sizeof(float))));
 typedef float vregu __attribute__((vector_size(kVec * sizeof(float)), aligned(4)));
@@ -184,6 +175,72 @@ inline vreg load(const float* p) {
 }
 inline void store(float* p, vreg x) {
   *reinterpret_cast<vregu*>(p) = x;
+}
+
+// exp over a register: vec::exp_approx's clamp, reduction and polynomial on whole vectors.
+// Written with vector types because g++ left the scalar call in the softmax loops unvectorised
+// ("control flow in loop") once the attention kernels were inlined around it: a scalar exp per
+// score was 45 % of the forward pass. Rounding to the nearest integer adds and subtracts
+// 1.5 * 2^23, which is round-to-nearest-even for |t| < 2^22, as nearbyint is.
+inline vreg exp_v(vreg x) {
+  const vreg lo = x - x - 87.3f, hi = x - x + 88.7f;
+  x = x < lo ? lo : x;
+  x = x > hi ? hi : x;
+  const vreg t = x * 1.44269504088896341f;
+  const vreg n = (t + 12582912.f) - 12582912.f;
+  const vreg r = x - n * 0.693359375f + n * 2.12194440e-4f;
+  vreg q = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  q = q * r + 8.3334519073e-3f;
+  q = q * r + 4.1665795894e-2f;
+  q = q * r + 1.6666665459e-1f;
+  q = q * r + 5.0000001201e-1f;
+  q = q * r * r + r + 1.0f;
+  typedef std::int32_t vint __attribute__((vector_size(kVec * sizeof(float))));
+  const vint e = (__builtin_convertvector(n, vint) + 127) << 23;
+  vreg scale;
+  std::memcpy(&scale, &e, sizeof scale);
+  return q * scale;
+}
+// row[j] = exp(row[j] - shift) over a 64-score tile row, 0 where the score is -inf (masked or
+// padding: the clamp would otherwise give a tiny positive number). Returns the row's sum.
+inline float exp_row(float* __restrict row, float shift) {
+  constexpr float ninf = -std::numeric_limits<float>::infinity();
+  vreg sum = {};
+  for (int j = 0; j < kTile; j += kVec) {
+    const vreg x = load(row + j);
+    const vreg zero = {};
+    const vreg e = x == ninf ? zero : exp_v(x - shift);
+    store(row + j, e);
+    sum += e;
+  }
+  float total = 0.f;
+  for (int i = 0; i < kVec; ++i) total += sum[i];
+  return total;
+}
+// The same sum without writing the row (the backward pass's statistics recomputation).
+inline float exp_row_sum(const float* __restrict row, float shift) {
+  constexpr float ninf = -std::numeric_limits<float>::infinity();
+  vreg sum = {};
+  for (int j = 0; j < kTile; j += kVec) {
+    const vreg x = load(row + j);
+    const vreg zero = {};
+    sum += x == ninf ? zero : exp_v(x - shift);
+  }
+  float total = 0.f;
+  for (int i = 0; i < kVec; ++i) total += sum[i];
+  return total;
+}
+
+// Keeps a loaded vector in a register. g++ otherwise folds the micro-kernels' loads of B into
+// every FMA that reads them (4 rows: 4 loads of each B vector instead of 1), which left the
+// kernels load-bound on an AVX2 machine: 12 loads per 8 FMAs; clang kept them in registers
+// and ran the backward pass 25 % faster. An empty asm that may change the value forces one load.
+inline void pin(vreg& x) {
+#if defined(__x86_64__) && defined(__AVX512F__)
+  asm("" : "+v"(x));
+#elif defined(__x86_64__)
+  asm("" : "+x"(x));
+#endif
 }
 
 inline std::int64_t round_up(std::int64_t x, std::int64_t m) {
@@ -225,7 +282,10 @@ inline void gemm_nt(const float* __restrict a, std::int64_t lda, const float* __
       vreg acc[4][NV] = {};
       for (std::int64_t d = 0; d < kdim; ++d) {
         vreg bv[NV];
-        for (int cc = 0; cc < NV; ++cc) bv[cc] = load(bt + d * kTile + c0 + cc * kVec);
+        for (int cc = 0; cc < NV; ++cc) {
+          bv[cc] = load(bt + d * kTile + c0 + cc * kVec);
+          pin(bv[cc]);
+        }
         for (int r = 0; r < 4; ++r) {
           const float s = a0[r * lda + d];
           for (int cc = 0; cc < NV; ++cc) acc[r][cc] += s * bv[cc];
@@ -251,7 +311,10 @@ inline void gemm_nn(const float* __restrict a, std::int64_t lda, const float* __
         for (int cc = 0; cc < NV; ++cc) acc[r][cc] = load(c + (i + r) * n + col + cc * kVec);
       for (std::int64_t x = 0; x < kdim; ++x) {
         vreg bv[NV];
-        for (int cc = 0; cc < NV; ++cc) bv[cc] = load(b + x * n + col + cc * kVec);
+        for (int cc = 0; cc < NV; ++cc) {
+          bv[cc] = load(b + x * n + col + cc * kVec);
+          pin(bv[cc]);
+        }
         for (int r = 0; r < 4; ++r) {
           const float s = a0[r * lda + x];
           for (int cc = 0; cc < NV; ++cc) acc[r][cc] += s * bv[cc];
@@ -316,18 +379,42 @@ inline void mask_scores(const Problem& p, int cls, std::int64_t b, std::int64_t 
     } else if (p.score_mod == ScoreMod::softcap) {
       const float c = p.softcap, inv = 1.f / p.softcap;
       float* d = dmod ? dmod + r * kTile : nullptr;
-#pragma omp simd
-      for (int j = 0; j < kTile; ++j) {
-        // NOTE: tanh(x) = 1 - 2 / (exp(2x) + 1); exp_approx saturates, so large |x| give +-1.
-        const float t = 1.f - 2.f / (vec::exp_approx(2.f * row[j] * inv) + 1.f);
-        row[j] = c * t;
-        if (d) d[j] = 1.f - t * t;
+      for (int j = 0; j < kTile; j += kVec) {
+        // NOTE: tanh(x) = 1 - 2 / (exp(2x) + 1); exp_v saturates, so large |x| give +-1.
+        const vreg t = 1.f - 2.f / (exp_v(2.f * load(row + j) * inv) + 1.f);
+        store(row + j, c * t);
+        if (d) store(d + j, 1.f - t * t);
       }
     }
     for (std::int64_t j = cols; j < kTile; ++j) row[j] = ninf;
     if (cls == 2) continue;
-    for (std::int64_t j = 0; j < cols; ++j)
-      if (!keep_fn(p, b, h, q0 + r, k0 + j)) row[j] = ninf;
+    // The masks' tests, a loop each, so that the common ones (a causal diagonal tile, a padding
+    // mask with contiguous keys) vectorise.
+    if (row_inactive(p, b)) {
+      std::fill(row, row + cols, ninf);
+      continue;
+    }
+    if (p.mask != MaskKind::none) {
+      // Columns [lo, hi] are kept.
+      const std::int64_t hi = q0 + r + key_offset(p, b) - k0;
+      const std::int64_t lo = p.mask == MaskKind::sliding_window ? hi - p.window + 1 : 0;
+      std::fill(row, row + std::clamp<std::int64_t>(lo, 0, cols), ninf);
+      std::fill(row + std::clamp<std::int64_t>(hi + 1, 0, cols), row + cols, ninf);
+    }
+    if (p.keep != nullptr) {
+      const bool* kr = p.keep + b * p.keep_st[0] + h * p.keep_st[1] + (q0 + r) * p.keep_st[2] +
+                       k0 * p.keep_st[3];
+      const std::int64_t ks = p.keep_st[3];
+      if (ks == 1) {
+#pragma omp simd
+        for (std::int64_t j = 0; j < cols; ++j) {
+          const float x = row[j];
+          row[j] = kr[j] ? x : ninf;
+        }
+      } else {
+        for (std::int64_t j = 0; j < cols; ++j) row[j] = kr[j * ks] ? row[j] : ninf;
+      }
+    }
   }
   if (p.mods != nullptr && p.mods->mask_tile != nullptr && cls != 2)
     p.mods->mask_tile(p.run, b, h, q0, rows, k0, cols, s);
@@ -335,11 +422,13 @@ inline void mask_scores(const Problem& p, int cls, std::int64_t b, std::int64_t 
 
 // Dropout factors of one tile row: drop_scale where kept, 0 where dropped.
 inline void dropout_row(const Problem& p, std::uint64_t base, float* __restrict z) {
+  // Locals, not loads from p under the condition (a conditional load does not vectorise).
+  const std::uint64_t stream = p.stream, first = p.index_offset + base, threshold = p.threshold;
+  const float keep = p.drop_scale;
 #pragma omp simd
   for (int j = 0; j < kTile; ++j) {
-    const std::uint64_t bits =
-        random::mix(p.stream ^ (p.index_offset + base + static_cast<std::uint64_t>(j))) >> 11;
-    z[j] = bits >= p.threshold ? p.drop_scale : 0.f;
+    const std::uint64_t bits = random::mix(stream ^ (first + static_cast<std::uint64_t>(j))) >> 11;
+    z[j] = bits >= threshold ? keep : 0.f;
   }
 }
 
@@ -453,15 +542,7 @@ inline void forward(const Problem& p, float* o, float* lse) {
             continue;
           }
           const float alpha = m[r] == ninf ? 0.f : vec::exp_approx(m[r] - mn);
-          float sum = 0.f;
-#pragma omp simd reduction(+ : sum)
-          for (int j = 0; j < kTile; ++j) {
-            // NOTE: exp_approx clamps, so exp(-inf - mn) would be a tiny positive number, not 0:
-            // masked positions are selected to 0 explicitly.
-            const float e = row[j] == ninf ? 0.f : vec::exp_approx(row[j] - mn);
-            row[j] = e;
-            sum += e;
-          }
+          const float sum = exp_row(row, mn);
           l[r] = l[r] * alpha + sum;
           m[r] = mn;
           float* a = w.acc.data() + r * dvp;
@@ -577,9 +658,7 @@ inline void backward(const Problem& p, const float* o, const std::int64_t* o_st,
                 const float* row = w.s.data() + r * kTile;
                 const float mn = std::max(m[r], row_max(row));
                 if (mn == ninf) continue;
-                float sum = 0.f;
-                for (int j = 0; j < kTile; ++j)
-                  sum += row[j] == ninf ? 0.f : vec::exp_approx(row[j] - mn);
+                const float sum = exp_row_sum(row, mn);
                 l[r] = (m[r] == ninf ? 0.f : l[r] * vec::exp_approx(m[r] - mn)) + sum;
                 m[r] = mn;
               }
@@ -613,9 +692,7 @@ inline void backward(const Problem& p, const float* o, const std::int64_t* o_st,
                 continue;
               }
               const float lr = lse[r];
-#pragma omp simd
-              for (int j = 0; j < kTile; ++j)
-                srow[j] = srow[j] == ninf ? 0.f : vec::exp_approx(srow[j] - lr);
+              exp_row(srow, lr);
               if (p.dropout) {
                 dropout_row(
                     p, static_cast<std::uint64_t>(((b * p.Hq + h) * p.Sq + q0 + r) * p.Sk + k0),
