@@ -34,6 +34,7 @@ STAG_VECTORIZED void softmax_minus_target(const float* __restrict x, float* __re
                                           std::int64_t n, std::int64_t label, float lse,
                                           float scale, float eps) {
   const float spread = eps / static_cast<float>(n) * scale;
+#pragma omp simd
   for (std::int64_t i = 0; i < n; ++i) dx[i] = vec::exp_approx(x[i] - lse) * scale - spread;
   dx[label] -= (1.f - eps) * scale;
 }

@@ -17,7 +17,8 @@ void dropout_block(const float* __restrict x, float* __restrict y, std::int64_t 
 #pragma omp simd
   for (std::int64_t i = begin; i < end; ++i) {
     const std::uint64_t b = random::mix(stream ^ (offset + static_cast<std::uint64_t>(i))) >> 11;
-    y[i] = b >= threshold ? x[i] * scale : 0.f;
+    const float xs = x[i] * scale;  // loaded unconditionally: a conditional load kept it scalar
+    y[i] = b >= threshold ? xs : 0.f;
   }
 }
 

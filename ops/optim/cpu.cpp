@@ -40,6 +40,23 @@ class SgdKernel final : public CpuKernel {
   Attrs at_;
 };
 
+// The update over n elements, with the weight-decay style a constant: with it a run-time value,
+// g++ kept the loop scalar ("control flow in loop"), and the update was 15 % of tf's step.
+template <bool Decoupled>
+void adam_loop(float* __restrict p, const float* __restrict g, float* __restrict m,
+               float* __restrict v, std::int64_t n, float gscale, optim::AdamScalars s) {
+#pragma omp parallel
+  {
+    // A private copy inside the parallel region: the outlined region reads shared variables
+    // through a pointer, which would keep `decoupled` a run-time value again.
+    optim::AdamScalars ls = s;
+    ls.decoupled = Decoupled;
+#pragma omp for simd schedule(static)
+    for (std::int64_t i = 0; i < n; ++i)
+      optim::adam_step<float>(p[i], g[i] * gscale, m[i], v[i], ls);
+  }
+}
+
 class AdamKernel final : public CpuKernel {
  public:
   explicit AdamKernel(const CpuNode& n) : in_(n.in), out_(n.out), at_(n.attr()) {}
@@ -56,13 +73,12 @@ class AdamKernel final : public CpuKernel {
     float* m = in_[2].as<float>();
     float* v = in_[3].as<float>();
     const std::int64_t n = in_[0].numel();
-#pragma omp parallel for simd schedule(static)
-    for (std::int64_t i = 0; i < n; ++i)
-      optim::adam_step<float>(p[i], g[i] * gscale, m[i], v[i], s);
+    if (s.decoupled)
+      adam_loop<true>(p, g, m, v, n, gscale, s);
+    else
+      adam_loop<false>(p, g, m, v, n, gscale, s);
   }
-  std::string describe() const override {
-    return "own adam update";
-  }
+  std::string describe() const override { return "own adam update"; }
 
  private:
   std::vector<TensorView> in_;
