@@ -49,7 +49,10 @@ bool is_small_node(OpId op, const CpuNode& cn) {
   if (scale == 0.0) return false;
   if ((op == OpId::matmul || op == OpId::attention) && cn.in.size() >= 2 && cn.in[0].rank >= 1 &&
       cn.in[1].rank >= 2) {
-    const double k = static_cast<double>(cn.in[0].dims[cn.in[0].rank - 1]);
+    // The reduced dimension: the second-to-last of a transposed left operand (a weight's
+    // gradient x^T dy, whose K is every row of the batch, not the 128 of d_model).
+    const bool trans_a = op == OpId::matmul && cn.attr().i[0] != 0 && cn.in[0].rank >= 2;
+    const double k = static_cast<double>(cn.in[0].dims[cn.in[0].rank - (trans_a ? 2 : 1)]);
     const double work =
         op == OpId::matmul
             ? numel(cn.out) * k
