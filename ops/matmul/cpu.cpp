@@ -4,6 +4,7 @@
 // scale, an activation) become oneDNN's bias, output scale and eltwise post-op. If oneDNN
 // rejects a stride pattern, the strided operand is reordered into contiguous scratch first.
 #include <optional>
+#include <vector>
 
 #include <stag/ops/cpu_kernel.hpp>
 #include <stag/ops/matmul/matmul.hpp>
@@ -51,6 +52,35 @@ dnnl::algorithm eltwise_alg(OpId act) {
       return dnnl::algorithm::eltwise_tanh;
   }
 }
+
+// A transposed left operand at least this tall, with at most this many output columns, is
+// copied into row-major order before the product (see StagedKernel), if the copy takes at most
+// 32 MiB (gpt's tied-embedding gradient: 4096 x 2048 floats).
+constexpr std::int64_t kStageMinRows = 1024, kStageMaxCols = 256, kStageMaxElems = 1 << 23;
+
+// A matmul whose transposed left operand is first reordered into a contiguous buffer. oneDNN
+// 2.6's gemm ran A^T B (a weight's gradient dy^T x, rows reduced) at half the rate of A B on
+// an AVX2 machine once A^T was tall and C narrow: gpt's tied-embedding gradient (4096 x 2048 x
+// 256) took 55-60 ms against 26 + 7.5 ms for the copy and the plain product (docs/benchmarks.md,
+// "Transposed-operand matmuls"). The buffer is per thread and shared by every such kernel, so
+// it costs the largest copy once per thread, not once per node; it lives outside the arena.
+class StagedKernel final : public CpuKernel {
+ public:
+  StagedKernel(std::unique_ptr<OnednnKernel> k, dnnl::memory staged, std::size_t elems)
+      : k_(std::move(k)), staged_(std::move(staged)), elems_(elems) {}
+  void run() override {
+    static thread_local std::vector<float> buf;
+    if (buf.size() < elems_) buf.resize(elems_);
+    staged_.set_data_handle(buf.data());
+    k_->run();
+  }
+  std::string describe() const override { return k_->describe(); }
+
+ private:
+  std::unique_ptr<OnednnKernel> k_;
+  dnnl::memory staged_;  // the reorder's destination and the matmul's source
+  std::size_t elems_;
+};
 
 }  // namespace
 
@@ -115,6 +145,30 @@ std::unique_ptr<CpuKernel> OpDef<OpId::matmul>::cpu(const CpuNode& n) {
       return std::nullopt;
     }
   };
+  // A^T stored as a dense [K, M] (a weight's gradient): copy it to row-major [M, K] first.
+  if (ta && in == DType::f32 && a.rank == 2 && a.strides[0] == 1 && a.strides[1] == a.dims[0] &&
+      a.dims[0] >= kStageMinRows && c.dims[c.rank - 1] <= kStageMaxCols &&
+      a.numel() <= kStageMaxElems) {
+    TensorView dense = a;
+    dense.set_contiguous();
+    dense.data = nullptr;  // the thread's buffer, bound when the kernel runs
+    if (auto spd = try_pd(dense, b)) {
+      dnnl::memory src = memory_of(a, eng), staged = memory_of(dense, eng);
+      std::vector<OnednnKernel::Step> st;
+      st.push_back({make_primitive<dnnl::reorder>(dnnl::reorder::primitive_desc(src, staged)),
+                    {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, staged}}});
+      std::unordered_map<int, dnnl::memory> args{
+          {DNNL_ARG_SRC, staged},
+          {DNNL_ARG_WEIGHTS, memory_of(spd->weights_desc(), b, eng)},
+          {DNNL_ARG_DST, memory_of(spd->dst_desc(), c, eng)}};
+      if (bias) args.emplace(DNNL_ARG_BIAS, memory_of(spd->bias_desc(), *bias, eng));
+      st.push_back({make_primitive<dnnl::matmul>(*spd), std::move(args)});
+      auto k = std::make_unique<OnednnKernel>(
+          eng, std::move(st), "onednn matmul (" + impl_name(*spd) + ", A^T staged)" + folded);
+      return std::make_unique<StagedKernel>(std::move(k), staged,
+                                            static_cast<std::size_t>(dense.numel()));
+    }
+  }
   auto pd = try_pd(a, b);
   TensorView a_used = a, b_used = b;
   if (!pd) {  // copy strided operands into contiguous scratch

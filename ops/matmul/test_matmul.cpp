@@ -234,4 +234,47 @@ TEST_CASE("matmul forms on odd shapes and several bindings", "[op][matmul][gradc
                 .bindings = 3});
 }
 
+// A tall transposed left operand with a narrow product (a weight's gradient dy^T x): the CPU
+// kernel copies A^T into row-major order first (at least 1024 rows, at most 256 columns), with
+// and without a folded bias. 1000 rows stay on oneDNN's transposed path.
+constexpr auto rows = sym<"rows">;
+constexpr auto tall_tn = model([](Builder& g) {
+  auto at = input<"at", Shape<seq, rows>>(g);  // A^T, stored [K, M]
+  auto b = input<"b", Shape<seq, 5>>(g);
+  auto c = input<"c", Shape<5>>(g);
+  auto y = matmul_tn(at, b);      // [rows, 5]
+  auto yb = at * 0.5f;            // a second, scaled operand
+  auto z = matmul_tn(yb, b) + c;  // bias folded into the staged product
+  return sum<0, 1>(y * y) + sum<0, 1>(z * z);
+});
+constexpr std::int64_t kTall[][2] = {{1030, 37}, {1024, 300}, {1000, 5}};  // rows, K
+
+NamedArrays tall_inputs(int k) {
+  const std::int64_t m = kTall[k][0], kk = kTall[k][1];
+  const std::uint64_t seed = 500 + 10 * static_cast<std::uint64_t>(k);
+  return NamedArrays{{"at", th::random_array(DType::f32, {kk, m}, seed + 1)},
+                     {"b", th::random_array(DType::f32, {kk, 5}, seed + 2)},
+                     {"c", th::random_array(DType::f32, {5}, seed + 3)}};
+}
+
+TEST_CASE("matmul_tn with a tall transposed operand, staged into row-major order", "[op][matmul]") {
+  th::check_op({.what = "matmul_tn, tall A^T",
+                .forward = tall_tn,
+                .train = {},
+                .inputs = tall_inputs,
+                .bindings = 3});
+  for (int k = 0; k < 3; ++k) {
+    Session s(tall_tn, {.threads = 2});
+    s.set_inputs(tall_inputs(k));
+    s.run();
+    const std::string kernels = s.describe_kernels();
+    INFO("rows " << kTall[k][0] << "\n" << kernels);
+    std::size_t staged = 0;
+    for (auto f = kernels.find("A^T staged"); f != std::string::npos;
+         f = kernels.find("A^T staged", f + 1))
+      ++staged;
+    CHECK(staged == (kTall[k][0] >= 1024 ? 2u : 0u));
+  }
+}
+
 }  // namespace
