@@ -20,17 +20,26 @@ namespace stag::vec {
 // 2^n through the exponent bits. Relative error about 2e-7 on [-87, 88].
 // NOTE: inputs below -87.3 flush to 0 and above 88.7 saturate to FLT_MAX (no inf), and NaN
 // is not propagated (callers that need it check separately).
-inline float exp_approx(float x) {
-  x = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
-  const float n = std::nearbyint(x * 1.44269504088896341f);
-  const float r = x - n * 0.693359375f + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
+// Its pieces, shared with the vector-typed version in ops/attention/tiled.hpp (exp_v): the
+// clamp, ln 2 split into an exact high part and a low correction, and exp(r) on the reduced
+// argument (T is float or a GCC vector of floats).
+inline constexpr float kExpMin = -87.3f, kExpMax = 88.7f, kLog2e = 1.44269504088896341f;
+inline constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+template <class T>
+inline T exp_reduced(T r) {
+  T p = r * 1.9875691500e-4f + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
+  return p * r * r + r + 1.0f;
+}
+
+inline float exp_approx(float x) {
+  x = x < kExpMin ? kExpMin : (x > kExpMax ? kExpMax : x);
+  const float n = std::nearbyint(x * kLog2e);
+  const float r = x - n * kLn2Hi - n * kLn2Lo;
+  const float p = exp_reduced(r);
   const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);

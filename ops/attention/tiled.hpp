@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include <stag/ops/attention/mods.hpp>
@@ -183,18 +184,12 @@ inline void store(float* p, vreg x) {
 // score was 45 % of the forward pass. Rounding to the nearest integer adds and subtracts
 // 1.5 * 2^23, which is round-to-nearest-even for |t| < 2^22, as nearbyint is.
 inline vreg exp_v(vreg x) {
-  const vreg lo = x - x - 87.3f, hi = x - x + 88.7f;
+  const vreg lo = x - x + vec::kExpMin, hi = x - x + vec::kExpMax;
   x = x < lo ? lo : x;
   x = x > hi ? hi : x;
-  const vreg t = x * 1.44269504088896341f;
+  const vreg t = x * vec::kLog2e;
   const vreg n = (t + 12582912.f) - 12582912.f;
-  const vreg r = x - n * 0.693359375f + n * 2.12194440e-4f;
-  vreg q = r * 1.9875691500e-4f + 1.3981999507e-3f;
-  q = q * r + 8.3334519073e-3f;
-  q = q * r + 4.1665795894e-2f;
-  q = q * r + 1.6666665459e-1f;
-  q = q * r + 5.0000001201e-1f;
-  q = q * r * r + r + 1.0f;
+  const vreg q = vec::exp_reduced(x - n * vec::kLn2Hi - n * vec::kLn2Lo);
   typedef std::int32_t vint __attribute__((vector_size(kVec * sizeof(float))));
   const vint e = (__builtin_convertvector(n, vint) + 127) << 23;
   vreg scale;
@@ -203,28 +198,17 @@ inline vreg exp_v(vreg x) {
 }
 // row[j] = exp(row[j] - shift) over a 64-score tile row, 0 where the score is -inf (masked or
 // padding: the clamp would otherwise give a tiny positive number). Returns the row's sum.
-inline float exp_row(float* __restrict row, float shift) {
+// Store = false only sums (the backward pass's statistics recomputation).
+template <bool Store = true>
+inline float exp_row(std::conditional_t<Store, float*, const float*> __restrict row, float shift) {
   constexpr float ninf = -std::numeric_limits<float>::infinity();
   vreg sum = {};
   for (int j = 0; j < kTile; j += kVec) {
     const vreg x = load(row + j);
     const vreg zero = {};
     const vreg e = x == ninf ? zero : exp_v(x - shift);
-    store(row + j, e);
+    if constexpr (Store) store(row + j, e);
     sum += e;
-  }
-  float total = 0.f;
-  for (int i = 0; i < kVec; ++i) total += sum[i];
-  return total;
-}
-// The same sum without writing the row (the backward pass's statistics recomputation).
-inline float exp_row_sum(const float* __restrict row, float shift) {
-  constexpr float ninf = -std::numeric_limits<float>::infinity();
-  vreg sum = {};
-  for (int j = 0; j < kTile; j += kVec) {
-    const vreg x = load(row + j);
-    const vreg zero = {};
-    sum += x == ninf ? zero : exp_v(x - shift);
   }
   float total = 0.f;
   for (int i = 0; i < kVec; ++i) total += sum[i];
@@ -658,7 +642,7 @@ inline void backward(const Problem& p, const float* o, const std::int64_t* o_st,
                 const float* row = w.s.data() + r * kTile;
                 const float mn = std::max(m[r], row_max(row));
                 if (mn == ninf) continue;
-                const float sum = exp_row_sum(row, mn);
+                const float sum = exp_row<false>(row, mn);
                 l[r] = (m[r] == ninf ? 0.f : l[r] * vec::exp_approx(m[r] - mn)) + sum;
                 m[r] = mn;
               }

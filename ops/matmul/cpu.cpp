@@ -145,32 +145,26 @@ std::unique_ptr<CpuKernel> OpDef<OpId::matmul>::cpu(const CpuNode& n) {
       return std::nullopt;
     }
   };
-  // A^T stored as a dense [K, M] (a weight's gradient): copy it to row-major [M, K] first.
+  std::optional<dnnl::matmul::primitive_desc> pd;
+  TensorView a_used = a, b_used = b;
+  // A^T stored as a dense [K, M] (a weight's gradient): copied to row-major [M, K] first, into
+  // the thread's buffer (StagedKernel binds it to `staged` when the kernel runs).
+  dnnl::memory staged;
   if (ta && in == DType::f32 && a.rank == 2 && a.strides[0] == 1 && a.strides[1] == a.dims[0] &&
       a.dims[0] >= kStageMinRows && c.dims[c.rank - 1] <= kStageMaxCols &&
       a.numel() <= kStageMaxElems) {
     TensorView dense = a;
     dense.set_contiguous();
-    dense.data = nullptr;  // the thread's buffer, bound when the kernel runs
-    if (auto spd = try_pd(dense, b)) {
-      dnnl::memory src = memory_of(a, eng), staged = memory_of(dense, eng);
-      std::vector<OnednnKernel::Step> st;
-      st.push_back({make_primitive<dnnl::reorder>(dnnl::reorder::primitive_desc(src, staged)),
-                    {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, staged}}});
-      std::unordered_map<int, dnnl::memory> args{
-          {DNNL_ARG_SRC, staged},
-          {DNNL_ARG_WEIGHTS, memory_of(spd->weights_desc(), b, eng)},
-          {DNNL_ARG_DST, memory_of(spd->dst_desc(), c, eng)}};
-      if (bias) args.emplace(DNNL_ARG_BIAS, memory_of(spd->bias_desc(), *bias, eng));
-      st.push_back({make_primitive<dnnl::matmul>(*spd), std::move(args)});
-      auto k = std::make_unique<OnednnKernel>(
-          eng, std::move(st), "onednn matmul (" + impl_name(*spd) + ", A^T staged)" + folded);
-      return std::make_unique<StagedKernel>(std::move(k), staged,
-                                            static_cast<std::size_t>(dense.numel()));
+    dense.data = nullptr;
+    if ((pd = try_pd(dense, b))) {
+      dnnl::memory src = memory_of(a, eng);
+      staged = memory_of(pd->src_desc(), dense, eng);
+      steps.push_back({make_primitive<dnnl::reorder>(dnnl::reorder::primitive_desc(src, staged)),
+                       {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, staged}}});
+      a_used = dense;
     }
   }
-  auto pd = try_pd(a, b);
-  TensorView a_used = a, b_used = b;
+  if (!pd) pd = try_pd(a, b);
   if (!pd) {  // copy strided operands into contiguous scratch
     for (TensorView* v : {&a_used, &b_used}) {
       if (v->contiguous()) continue;
@@ -188,15 +182,18 @@ std::unique_ptr<CpuKernel> OpDef<OpId::matmul>::cpu(const CpuNode& n) {
     if (!pd) return nullptr;
   }
   std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, memory_of(pd->src_desc(), a_used, eng)},
+      {DNNL_ARG_SRC, staged ? staged : memory_of(pd->src_desc(), a_used, eng)},
       {DNNL_ARG_WEIGHTS, memory_of(pd->weights_desc(), b_used, eng)},
       {DNNL_ARG_DST, memory_of(pd->dst_desc(), c, eng)}};
   if (bias) args.emplace(DNNL_ARG_BIAS, memory_of(pd->bias_desc(), *bias, eng));
   steps.push_back({make_primitive<dnnl::matmul>(*pd), std::move(args)});
-  auto k = std::make_unique<OnednnKernel>(
-      eng, std::move(steps),
-      "onednn matmul (" + impl_name(*pd) + (scratch.empty() ? "" : ", +reorder") + ")" + folded);
+  const char* how = staged ? ", A^T staged" : (scratch.empty() ? "" : ", +reorder");
+  auto k = std::make_unique<OnednnKernel>(eng, std::move(steps),
+                                          "onednn matmul (" + impl_name(*pd) + how + ")" + folded);
   k->scratch = std::move(scratch);
+  if (staged)
+    return std::make_unique<StagedKernel>(std::move(k), staged,
+                                          static_cast<std::size_t>(a_used.numel()));
   return k;
 }
 
