@@ -123,6 +123,12 @@ inline dnnl::memory memory_of(const dnnl::memory::desc& md, const TensorView& v,
   return dnnl::memory(md, eng, v.data);
 }
 
+// f32 <-> bf16 over n contiguous elements, vectorised and parallel (ops/cast/cpu.cpp). Widening
+// is exact (a bf16 is the upper half of an f32); narrowing rounds to nearest even and keeps NaN
+// a NaN, as float_to_bf16 and oneDNN's reorder do.
+void widen_bf16(const std::uint16_t* src, float* dst, std::int64_t n);
+void narrow_to_bf16(const float* src, std::uint16_t* dst, std::int64_t n);
+
 // A view padded with leading size-1 dims up to `rank` (oneDNN wants equal ranks to broadcast).
 inline TensorView padded(const TensorView& v, int rank) {
   TensorView p = v;

@@ -3,6 +3,7 @@
 // is collapsed to one 2-D product; consumers the planner folded in (a bias add, a constant
 // scale, an activation) become oneDNN's bias, output scale and eltwise post-op. If oneDNN
 // rejects a stride pattern, the strided operand is reordered into contiguous scratch first.
+// Without bf16 matmuls in oneDNN (an AVX2 CPU), bf16 operands are widened to f32 first.
 #include <optional>
 #include <vector>
 
@@ -58,29 +59,56 @@ dnnl::algorithm eltwise_alg(OpId act) {
 // 32 MiB (gpt's tied-embedding gradient: 4096 x 2048 floats).
 constexpr std::int64_t kStageMinRows = 1024, kStageMaxCols = 256, kStageMaxElems = 1 << 23;
 
-// A matmul whose transposed left operand is first reordered into a contiguous buffer. oneDNN
-// 2.6's gemm ran A^T B (a weight's gradient dy^T x, rows reduced) at half the rate of A B on
-// an AVX2 machine once A^T was tall and C narrow: gpt's tied-embedding gradient (4096 x 2048 x
-// 256) took 55-60 ms against 26 + 7.5 ms for the copy and the plain product (docs/benchmarks.md,
-// "Transposed-operand matmuls"). The buffer is per thread and shared by every such kernel, so
-// it costs the largest copy once per thread, not once per node; it lives outside the arena.
+// A matmul with some operands in f32 buffers: a tall transposed left operand reordered into
+// row-major order (oneDNN's reorder, a step of the wrapped kernel), or bf16 operands widened to
+// f32 and a bf16 product narrowed from one (own conversions, before and after it).
+// oneDNN 2.6's gemm ran A^T B (a weight's gradient dy^T x, rows reduced) at half the rate of A B
+// on an AVX2 machine once A^T was tall and C narrow: gpt's tied-embedding gradient (4096 x 2048
+// x 256) took 55-60 ms against 26 + 7.5 ms for the copy and the plain product
+// (docs/benchmarks.md, "Transposed-operand matmuls"). The buffer is per thread and shared by
+// every such kernel, so it costs the largest staging once per thread, not once per node; it
+// lives outside the arena.
 class StagedKernel final : public CpuKernel {
  public:
-  StagedKernel(std::unique_ptr<OnednnKernel> k, dnnl::memory staged, std::size_t elems)
-      : k_(std::move(k)), staged_(std::move(staged)), elems_(elems) {}
+  struct Staged {
+    dnnl::memory mem;      // an operand or product of the wrapped kernel
+    std::size_t offset;    // in floats, into the thread's buffer
+    void* bf16 = nullptr;  // widened from here before (an operand), narrowed into after (C)
+    std::int64_t elems = 0;
+    bool product = false;
+  };
+  StagedKernel(std::unique_ptr<OnednnKernel> k, std::vector<Staged> staged, std::size_t floats)
+      : k_(std::move(k)), staged_(std::move(staged)), floats_(floats) {}
   void run() override {
     static thread_local std::vector<float> buf;
-    if (buf.size() < elems_) buf.resize(elems_);
-    staged_.set_data_handle(buf.data());
+    if (buf.size() < floats_) buf.resize(floats_);
+    for (Staged& s : staged_) {
+      s.mem.set_data_handle(buf.data() + s.offset);
+      if (s.bf16 && !s.product)
+        widen_bf16(static_cast<const std::uint16_t*>(s.bf16), buf.data() + s.offset, s.elems);
+    }
     k_->run();
+    for (const Staged& s : staged_)
+      if (s.product)
+        narrow_to_bf16(buf.data() + s.offset, static_cast<std::uint16_t*>(s.bf16), s.elems);
   }
   std::string describe() const override { return k_->describe(); }
 
  private:
   std::unique_ptr<OnednnKernel> k_;
-  dnnl::memory staged_;  // the reorder's destination and the matmul's source
-  std::size_t elems_;
+  std::vector<Staged> staged_;
+  std::size_t floats_;
 };
+
+// Elements from a view's first to its last (non-negative strides), gaps included.
+std::int64_t span(const TensorView& v) {
+  std::int64_t last = 0;
+  for (int i = 0; i < v.rank; ++i) {
+    if (v.dims[i] == 0) return 0;
+    last += (v.dims[i] - 1) * v.strides[i];
+  }
+  return last + 1;
+}
 
 }  // namespace
 
@@ -134,37 +162,72 @@ std::unique_ptr<CpuKernel> OpDef<OpId::matmul>::cpu(const CpuNode& n) {
   const dnnl::engine& eng = n.ctx.eng;
   std::vector<OnednnKernel::Step> steps;
   std::vector<Array> scratch;
-  auto try_pd = [&](const TensorView& av,
-                    const TensorView& bv) -> std::optional<dnnl::matmul::primitive_desc> {
+  auto try_pd = [&](const TensorView& av, const TensorView& bv,
+                    const TensorView& cv) -> std::optional<dnnl::matmul::primitive_desc> {
     try {
-      const auto desc = bias ? dnnl::matmul::desc(memory_desc(av), memory_desc(bv),
-                                                  memory_desc(*bias), memory_desc(c))
-                             : dnnl::matmul::desc(memory_desc(av), memory_desc(bv), memory_desc(c));
+      const auto desc = bias
+                            ? dnnl::matmul::desc(memory_desc(av), memory_desc(bv),
+                                                 memory_desc(*bias), memory_desc(cv))
+                            : dnnl::matmul::desc(memory_desc(av), memory_desc(bv), memory_desc(cv));
       return dnnl::matmul::primitive_desc(desc, attr, eng);
     } catch (const dnnl::error&) {
       return std::nullopt;
     }
   };
+  auto reorder = [&](const dnnl::memory& src, const dnnl::memory& dst) {
+    steps.push_back({make_primitive<dnnl::reorder>(dnnl::reorder::primitive_desc(src, dst)),
+                     {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}});
+  };
+  // `v` as an f32 view with no data yet, dense or with v's own strides: a StagedKernel buffer
+  // of `elems` floats binds it (and widens `bf16` into it, or narrows it into `bf16` after the
+  // product).
+  std::vector<StagedKernel::Staged> staged;
+  std::size_t staged_floats = 0;
+  auto f32_buffer = [](TensorView v, bool dense) {
+    v.dtype = DType::f32;
+    if (dense) v.set_contiguous();
+    v.data = nullptr;
+    return v;
+  };
+  auto stage = [&](const TensorView& v, const dnnl::memory::desc& md, std::int64_t elems,
+                   void* bf16 = nullptr, bool product = false) {
+    dnnl::memory m = memory_of(md, v, eng);
+    staged.push_back({m, staged_floats, bf16, elems, product});
+    staged_floats += (static_cast<std::size_t>(elems) + 15) / 16 * 16;  // 64-byte aligned
+    return m;
+  };
   std::optional<dnnl::matmul::primitive_desc> pd;
   TensorView a_used = a, b_used = b;
-  // A^T stored as a dense [K, M] (a weight's gradient): copied to row-major [M, K] first, into
-  // the thread's buffer (StagedKernel binds it to `staged` when the kernel runs).
-  dnnl::memory staged;
+  dnnl::memory a_mem, b_mem, c_mem;  // where set, the staged operands
+  std::string how;
+  // A^T stored as a dense [K, M] (a weight's gradient): copied to row-major [M, K] first.
   if (ta && in == DType::f32 && a.rank == 2 && a.strides[0] == 1 && a.strides[1] == a.dims[0] &&
       a.dims[0] >= kStageMinRows && c.dims[c.rank - 1] <= kStageMaxCols &&
       a.numel() <= kStageMaxElems) {
-    TensorView dense = a;
-    dense.set_contiguous();
-    dense.data = nullptr;
-    if ((pd = try_pd(dense, b))) {
-      dnnl::memory src = memory_of(a, eng);
-      staged = memory_of(pd->src_desc(), dense, eng);
-      steps.push_back({make_primitive<dnnl::reorder>(dnnl::reorder::primitive_desc(src, staged)),
-                       {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, staged}}});
+    const TensorView dense = f32_buffer(a, true);
+    if ((pd = try_pd(dense, b, c))) {
+      a_mem = stage(dense, pd->src_desc(), dense.numel());
+      reorder(memory_of(a, eng), a_mem);
       a_used = dense;
+      how = ", A^T staged";
     }
   }
-  if (!pd) pd = try_pd(a, b);
+  if (!pd) pd = try_pd(a, b, c);
+  // bf16 operands where oneDNN has no bf16 matmul (2.6 needs AVX-512; an AVX2 CPU has none):
+  // both are widened to f32, keeping their strides, and multiplied in f32; a bf16 product is
+  // narrowed from an f32 one. A product of two bf16 values is exact in f32, so this is a bf16
+  // matmul with f32 accumulation, as on AVX-512 or AMX, at f32 speed. The reference kernel took
+  // 150 times as long (cls_bf16's forward pass: 2.6 s against 17 ms in f32).
+  if (!pd && in == DType::bf16 && (out == DType::f32 || c.contiguous())) {
+    const TensorView wa = f32_buffer(a, false), wb = f32_buffer(b, false);
+    const TensorView wc = out == DType::bf16 ? f32_buffer(c, true) : c;
+    if ((pd = try_pd(wa, wb, wc))) {
+      a_mem = stage(wa, pd->src_desc(), span(a), a.data);
+      b_mem = stage(wb, pd->weights_desc(), span(b), b.data);
+      if (out == DType::bf16) c_mem = stage(wc, pd->dst_desc(), c.numel(), c.data, true);
+      how = ", bf16 widened to f32";
+    }
+  }
   if (!pd) {  // copy strided operands into contiguous scratch
     for (TensorView* v : {&a_used, &b_used}) {
       if (v->contiguous()) continue;
@@ -173,28 +236,25 @@ std::unique_ptr<CpuKernel> OpDef<OpId::matmul>::cpu(const CpuNode& n) {
       scratch.emplace_back(dense.dtype,
                            std::vector<std::int64_t>(dense.dims, dense.dims + dense.rank));
       dense.data = scratch.back().raw();
-      dnnl::memory src = memory_of(*v, eng), dst = memory_of(dense, eng);
-      steps.push_back({make_primitive<dnnl::reorder>(dnnl::reorder::primitive_desc(src, dst)),
-                       {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}});
+      dnnl::memory dst = memory_of(dense, eng);
+      reorder(memory_of(*v, eng), dst);
       *v = dense;
     }
-    pd = try_pd(a_used, b_used);
+    pd = try_pd(a_used, b_used, c);
     if (!pd) return nullptr;
+    if (!scratch.empty()) how = ", +reorder";
   }
   std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, staged ? staged : memory_of(pd->src_desc(), a_used, eng)},
-      {DNNL_ARG_WEIGHTS, memory_of(pd->weights_desc(), b_used, eng)},
-      {DNNL_ARG_DST, memory_of(pd->dst_desc(), c, eng)}};
+      {DNNL_ARG_SRC, a_mem ? a_mem : memory_of(pd->src_desc(), a_used, eng)},
+      {DNNL_ARG_WEIGHTS, b_mem ? b_mem : memory_of(pd->weights_desc(), b_used, eng)},
+      {DNNL_ARG_DST, c_mem ? c_mem : memory_of(pd->dst_desc(), c, eng)}};
   if (bias) args.emplace(DNNL_ARG_BIAS, memory_of(pd->bias_desc(), *bias, eng));
   steps.push_back({make_primitive<dnnl::matmul>(*pd), std::move(args)});
-  const char* how = staged ? ", A^T staged" : (scratch.empty() ? "" : ", +reorder");
   auto k = std::make_unique<OnednnKernel>(eng, std::move(steps),
                                           "onednn matmul (" + impl_name(*pd) + how + ")" + folded);
   k->scratch = std::move(scratch);
-  if (staged)
-    return std::make_unique<StagedKernel>(std::move(k), staged,
-                                          static_cast<std::size_t>(a_used.numel()));
-  return k;
+  if (staged.empty()) return k;
+  return std::make_unique<StagedKernel>(std::move(k), std::move(staged), staged_floats);
 }
 
 }  // namespace stag
