@@ -255,6 +255,10 @@ void run_peak(const Options& o) {
   po.warmup = 2;
   const Timing t = time_steps(po, [&](int) { matmul(); });
   print(o, "peak", "matmul_gflops", 2.0 * n * n * n / 1e9 / (t.ms / 1e3), "GFLOP/s");
+  if (!cpu_has_bf16_matmul()) {  // oneDNN 2.6 has no bf16 matmul without AVX-512
+    std::fprintf(stderr, "stag-bench: no peak.matmul_bf16_gflops: this CPU has no bf16 matmul\n");
+    return;
+  }
   const std::function<void()> matmul16 = bench::onednn_matmul(n, true);
   const Timing t16 = time_steps(po, [&](int) { matmul16(); });
   print(o, "peak", "matmul_bf16_gflops", 2.0 * n * n * n / 1e9 / (t16.ms / 1e3), "GFLOP/s");
@@ -433,6 +437,11 @@ int main(int argc, char** argv) try {
   for (const auto& [name, make] : kModels) {
     if (name != o.config) continue;
     const bench::BenchModel m = make();
+    if (name.ends_with("_bf16") && !cpu_has_bf16_matmul())
+      std::fprintf(stderr,
+                   "stag-bench: this CPU has no bf16 matmul (oneDNN needs AVX-512 or AMX): %s's "
+                   "matmuls widen their operands to f32\n",
+                   name.c_str());
     if (o.mode == "train")
       run_train(o, name, m);
     else if (o.mode == "infer")

@@ -123,6 +123,11 @@ inline dnnl::memory memory_of(const dnnl::memory::desc& md, const TensorView& v,
   return dnnl::memory(md, eng, v.data);
 }
 
+// Whether oneDNN multiplies bf16 matrices on this CPU (2.6: AVX-512 or AMX). Where it does
+// not, bf16 matmuls widen their operands to f32 (ops/matmul/cpu.cpp): bf16's rounding at f32
+// speed, so bf16 buys no speed there.
+bool cpu_has_bf16_matmul();
+
 // f32 <-> bf16 over n contiguous elements, vectorised and parallel (ops/cast/cpu.cpp). Widening
 // is exact (a bf16 is the upper half of an f32); narrowing rounds to nearest even and keeps NaN
 // a NaN, as float_to_bf16 and oneDNN's reorder do.

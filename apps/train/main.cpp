@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <stag/ops/cpu_kernel.hpp>
 #include <stag/runtime/cpu/omp_policy.hpp>
 #include <stag/runtime/dist/communicator.hpp>
 #include <stag/runtime/train/run_guard.hpp>
@@ -80,6 +81,11 @@ int run(int argc, char** argv) {
     validate(s.opt, s.task);
     if (const std::string note = omp_wait_policy_note(); !note.empty())
       std::fprintf(stderr, "stag-train: %s\n", note.c_str());
+    if (s.opt.precision == "bf16" && !cpu_has_bf16_matmul())
+      std::fprintf(stderr,
+                   "stag-train: this CPU has no bf16 matmul (oneDNN needs AVX-512 or AMX): bf16 "
+                   "matmuls widen their operands to f32 and run at f32 speed, with bf16's "
+                   "rounding\n");
     // Data parallelism (mpirun -np N stag-train ...): every rank runs the same job on its part
     // of each batch; rank 0 prints the results and writes the files.
     const Communicator& world = Communicator::world();

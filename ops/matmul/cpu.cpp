@@ -112,6 +112,23 @@ std::int64_t span(const TensorView& v) {
 
 }  // namespace
 
+bool cpu_has_bf16_matmul() {
+  static const bool has = [] {
+    try {
+      const dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+      const auto bf16 = dnnl::memory::data_type::bf16, f32 = dnnl::memory::data_type::f32;
+      const dnnl::memory::dims dims{16, 16};
+      const dnnl::memory::desc a(dims, bf16, dnnl::memory::format_tag::ab),
+          c(dims, f32, dnnl::memory::format_tag::ab);
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, a, c), eng);
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return has;
+}
+
 std::unique_ptr<CpuKernel> OpDef<OpId::matmul>::cpu(const CpuNode& n) {
   // f32, or bf16 operands (AMX / AVX-512 BF16 where the CPU has them) with an f32 or bf16 product.
   const DType in = n.in[0].dtype, out = n.out.dtype;
