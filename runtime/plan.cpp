@@ -479,9 +479,14 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
   const std::size_t arena_size =
       static_cast<std::size_t>((std::max<std::int64_t>(plan->memory.peak, 64) + 63) / 64 * 64);
   if (opts.device != nullptr) {
-    plan->arena_ = static_cast<std::byte*>(opts.device->alloc(arena_size));  // zero-filled
     plan->device_ = opts.device;
     plan->device_state_ = opts.device->plan_state(g, N, opts.tf32);
+  }
+  if (opts.arena) {
+    plan->arena_ = opts.arena(arena_size);
+    plan->owns_arena_ = false;
+  } else if (opts.device != nullptr) {
+    plan->arena_ = static_cast<std::byte*>(opts.device->alloc(arena_size));  // zero-filled
   } else {
     plan->arena_ = static_cast<std::byte*>(std::aligned_alloc(64, arena_size));
     if (plan->arena_ == nullptr)

@@ -4,6 +4,7 @@
 // kernels, the reference kernel as fallback), and builds the dependency DAG that TBB runs.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -76,7 +77,11 @@ struct PlanOptions {
   std::vector<char> copy_permute;
   // Stop after the memory plan: buffers, lifetimes and the peak, but no arena and no kernels
   // (what-if planning; the plan cannot run).
-  bool memory_only = false;
+  bool memory_only = false;  // Where the arena lives: returns at least this many bytes, zero-filled
+                             // when first handed out
+  // (a Session's one arena, which its plans share since only one runs at a time; runtime/
+  // session.hpp). Null: the plan allocates its own and frees it.
+  std::function<std::byte*(std::size_t)> arena;
 };
 
 struct NodePlan {
@@ -153,6 +158,7 @@ class Plan {
   // The TBB flow graph of Schedule::parallel (runtime/cpu/execute.cpp).
   void build_flow(int threads);
   std::byte* arena_ = nullptr;
+  bool owns_arena_ = true;
   DeviceBackend* device_ = nullptr;  // owned by the session, which outlives its plans
   std::unique_ptr<DevicePlanState> device_state_;
   struct Flow;

@@ -35,15 +35,6 @@ class OmpThreads {
   int saved_;
 };
 
-// The arenas of a session's cached plans are kept under this many bytes together (the newest
-// plan always stays): a training run whose batches take many shapes (a seq2seq task over
-// sentences of 1-64 characters, 64 plans of about 170 MB) otherwise held gigabytes of
-// buffers that only one plan at a time uses. STAG_PLAN_CACHE_MB overrides it.
-std::int64_t plan_cache_bytes() {
-  if (const char* e = std::getenv("STAG_PLAN_CACHE_MB")) return std::atoll(e) << 20;
-  return std::int64_t{1} << 30;
-}
-
 // Device copies of host parameter storage, shared by every session whose parameters share that
 // storage (SessionOptions::shared_params: a training and an evaluation session of one model).
 // The device copy is the current value once a step has run; the epoch counts device steps, so a
@@ -97,6 +88,7 @@ Session::Session(const GraphView& g, SessionOptions opts) : g_(g), opts_(std::mo
   plan_opts_.in_place = opts_.in_place;
   plan_opts_.fuse = opts_.fuse;
   plan_opts_.profile = opts_.profile;
+  plan_opts_.arena = [this](std::size_t bytes) { return arena_for(bytes); };
   if (g_.result >= 0) plan_opts_.keep.push_back(g_.result);
   for (const OutputEntry& o : g_.outputs) plan_opts_.keep.push_back(o.node);
   for (const std::string& k : opts_.keep) {
@@ -140,7 +132,38 @@ void Session::adopt_shared_params() {
   opts_.shared_params.clear();
 }
 
-Session::~Session() = default;
+Session::~Session() {
+  plans_.clear();  // before the arena they point into
+  current_ = nullptr;
+  free_arena();
+}
+
+std::byte* Session::arena_for(std::size_t bytes) {
+  if (bytes <= arena_size_) return arena_;
+  plans_.clear();
+  current_ = nullptr;
+  free_arena();
+  if (device_) {
+    arena_ = static_cast<std::byte*>(device_->alloc(bytes));  // zero-filled; Error if it cannot
+  } else {
+    arena_ = static_cast<std::byte*>(std::aligned_alloc(64, bytes));
+    if (arena_ == nullptr)
+      throw Error("stag: out of memory allocating a " + std::to_string(bytes) + "-byte arena");
+    std::memset(arena_, 0, bytes);
+  }
+  arena_size_ = bytes;
+  return arena_;
+}
+
+void Session::free_arena() {
+  if (arena_ == nullptr) return;
+  if (device_)
+    device_->free(arena_);
+  else
+    std::free(arena_);
+  arena_ = nullptr;
+  arena_size_ = 0;
+}
 
 void Session::set_param(std::string_view name, const Array& value) {
   auto it = params_.find(name);
@@ -232,20 +255,6 @@ void Session::run(const StepOptions& step) {
                                                             plan_opts_, opts_.memory_budget)
                                         : build_plan(g_, b, external, ctx_, state_, plan_opts_)})
              .first;
-    // Then drop the least recently used others while the arenas exceed the budget.
-    const std::int64_t budget = plan_cache_bytes();
-    for (;;) {
-      std::int64_t total = 0;
-      auto oldest = plans_.end();
-      for (auto p = plans_.begin(); p != plans_.end(); ++p) {
-        total += p->second.plan->arena_bytes();
-        if (p != it && (oldest == plans_.end() || p->second.last_use < oldest->second.last_use))
-          oldest = p;
-      }
-      if (total <= budget || oldest == plans_.end()) break;
-      if (oldest->second.plan.get() == current_) current_ = nullptr;
-      plans_.erase(oldest);
-    }
   }
   it->second.last_use = ++runs_;
   current_ = it->second.plan.get();

@@ -100,6 +100,8 @@ class Session {
   // The plan of the last run (kernels, memory).
   const Plan& plan() const;
   std::size_t num_plans() const { return plans_.size(); }
+  // The bytes of the arena the cached plans share: the largest plan's (Plan::arena_bytes).
+  std::size_t arena_bytes() const { return arena_size_; }
   // One line per executed node: name, op, kernel.
   std::string describe_kernels() const;
   // With SessionOptions::profile: the slowest nodes, their kernels and mean milliseconds.
@@ -111,11 +113,20 @@ class Session {
   void ensure_params(const Bindings& b);
   void adopt_shared_params();
   void mirror_params();  // device: every parameter has its device copy in dev_params_
+  // The shared arena, grown to `bytes` if smaller (dropping the plans that point into it).
+  std::byte* arena_for(std::size_t bytes);
+  void free_arena();
 
   GraphView g_;
   SessionOptions opts_;
   // Declared before the plans, which free their arenas through it.
   std::shared_ptr<DeviceBackend> device_;
+  // One arena for all cached plans (only one runs at a time): every value a step computes lives
+  // there, so a session whose batches take many shapes holds the largest plan's arena once, not
+  // one arena per shape. A plan that needs more replaces it, and the plans that pointed into
+  // the old one are dropped (planned again when their shapes come back).
+  std::byte* arena_ = nullptr;
+  std::size_t arena_size_ = 0;
   NamedArrays dev_params_;  // device copies of params_ (Array::wrap), by name
   mutable std::uint64_t pulled_epoch_ = 0;
   PlanOptions plan_opts_;

@@ -66,13 +66,13 @@ TEST_CASE("session matches the reference on a 3-layer attention model, forward a
 
 TEST_CASE("steady-state steps create no primitives and reuse the plan", "[session]") {
   Session s(train, {.threads = 2});
-  s.set_inputs(inputs(2, 6, 3));
+  s.set_inputs(inputs(2, 9, 3));
   s.run();
   const std::int64_t created = primitive_creations().load();
   for (int i = 0; i < 3; ++i) s.run();
   CHECK(primitive_creations().load() == created);
   CHECK(s.num_plans() == 1);
-  s.set_inputs(inputs(2, 9, 3));  // a new binding makes a new plan
+  s.set_inputs(inputs(2, 6, 3));  // a new binding makes a new plan (in the same arena)
   s.run();
   CHECK(s.num_plans() == 2);
   CHECK(primitive_creations().load() > created);
@@ -89,8 +89,9 @@ TEST_CASE("the plan cache keeps at most max_plans plans, dropping the least rece
     CHECK(std::abs(s.result() - ref.result().at(0)) <=
           1e-5 * std::max(1.0, std::abs(ref.result().at(0))));
   };
+  run_len(11);  // the largest first, so that no later plan replaces the shared arena
   run_len(3);
-  run_len(4);
+  run_len(4);  // evicts 11
   const std::int64_t two = primitive_creations().load();
   run_len(3);  // cached: nothing new; 3 is now the most recent
   CHECK(primitive_creations().load() == two);
@@ -104,25 +105,41 @@ TEST_CASE("the plan cache keeps at most max_plans plans, dropping the least rece
   CHECK(s.num_plans() == 2);
   for (std::int64_t len = 6; len < 12; ++len) run_len(len);
   CHECK(s.num_plans() == 2);
+  CHECK(s.arena_bytes() == static_cast<std::size_t>((s.plan().arena_bytes() + 63) / 64 * 64));
 }
 
-TEST_CASE("cached plans are dropped when their arenas exceed the budget", "[session]") {
-  ::setenv("STAG_PLAN_CACHE_MB", "1", 1);  // 1 MiB
+TEST_CASE("a session's plans share one arena, the largest plan's", "[session]") {
   Session s(train, {.threads = 2, .seed = 4});
-  std::int64_t biggest = 0;
-  for (std::int64_t len = 8; len <= 64; len += 8) {
+  auto run_len = [&](std::int64_t len) {
     const NamedArrays in = inputs(16, len, 30 + static_cast<std::uint64_t>(len));
     s.set_inputs(in);
     s.run();
-    biggest = std::max(biggest, s.plan().arena_bytes());
     const Evaluation ref = evaluate_reference(train, in, s.params());
     CHECK(std::abs(s.result() - ref.result().at(0)) <=
           1e-5 * std::max(1.0, std::abs(ref.result().at(0))));
+    return s.plan().arena();
+  };
+  // Longest first: the arena is allocated once and every later plan fits in it.
+  std::byte* const arena = run_len(64);
+  const std::size_t biggest = s.arena_bytes();
+  CHECK(biggest >= static_cast<std::size_t>(s.plan().arena_bytes()));
+  for (std::int64_t len = 56; len >= 8; len -= 8) {
+    CHECK(run_len(len) == arena);
+    CHECK(s.plan().arena_bytes() < static_cast<std::int64_t>(biggest));
   }
-  ::unsetenv("STAG_PLAN_CACHE_MB");
-  REQUIRE(biggest > (1 << 20) / 2);  // the budget holds two plans at most
-  CHECK(s.num_plans() < 8);
-  CHECK(s.num_plans() >= 1);
+  CHECK(s.num_plans() == 8);
+  CHECK(s.arena_bytes() == biggest);
+  // Cached plans run again, correctly, after others overwrote the arena.
+  const std::int64_t made = primitive_creations().load();
+  for (std::int64_t len : {24, 64, 8}) CHECK(run_len(len) == arena);
+  CHECK(primitive_creations().load() == made);
+  // A longer batch needs a larger arena: the plans pointing into the old one are dropped.
+  run_len(96);
+  CHECK(s.num_plans() == 1);
+  CHECK(s.arena_bytes() > biggest);
+  CHECK(s.arena_bytes() == static_cast<std::size_t>((s.plan().arena_bytes() + 63) / 64 * 64));
+  run_len(64);  // planned again, into the new arena
+  CHECK(s.num_plans() == 2);
 }
 
 TEST_CASE("the memory plan never overlaps live buffers and reuses memory", "[session]") {

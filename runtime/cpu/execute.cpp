@@ -51,6 +51,7 @@ Plan::~Plan() {
   // Kernels may hold device memory of their own: they go before the arena and the device state.
   nodes.clear();
   device_state_.reset();
+  if (!owns_arena_) return;
   if (device_ != nullptr)
     device_->free(arena_);
   else
