@@ -37,6 +37,17 @@ constexpr auto net = model([](Builder& g) {
   return mean<0, 1, 2>(h * h);
 });
 constexpr auto train = grad<net>();
+// The same model with the fused attention op (its CPU kernel hands the row statistics and
+// dk, dv from one kernel to the next through buffers the session's plans share).
+constexpr auto net_fused = model([](Builder& g) {
+  auto x = input<"x", Shape<batch, seq, D>>(g);
+  auto keep = input<"keep", Shape<batch, seq>, boolean>(g);
+  Tensor<Shape<batch, seq, D>> h = x;
+  for (int l = 0; l < 3; ++l) h = layer(g / "layer" / l, h, keep);
+  return mean<0, 1, 2>(h * h);
+});
+constexpr auto train_fused = grad<net_fused>();
+static_assert(train_fused.count(op::attention) == 3);
 
 NamedArrays inputs(std::int64_t b, std::int64_t s, std::uint64_t seed) {
   return {{"x", th::random_array(DType::f32, {b, s, D}, seed)},
@@ -62,6 +73,24 @@ TEST_CASE("session matches the reference on a 3-layer attention model, forward a
     }
     CHECK(s.num_plans() == 2);
   }
+}
+
+TEST_CASE("plans of several lengths alternate, fused attention's buffers shared between them",
+          "[session]") {
+  Session s(train_fused, {.threads = 2, .seed = 6});
+  for (std::int64_t len : {16, 64, 40, 64, 16, 40}) {
+    INFO("length " << len);
+    const NamedArrays in = inputs(2, len, 40 + static_cast<std::uint64_t>(len));
+    s.set_inputs(in);
+    s.run();
+    CHECK(s.describe_kernels().find("own attention") != std::string::npos);
+    const Evaluation ref = evaluate_reference(train_fused, in, s.params());
+    CHECK(std::abs(s.result() - ref.result().at(0)) <=
+          1e-5 * std::max(1.0, std::abs(ref.result().at(0))));
+    for (const OutputEntry& o : GraphView(train_fused).outputs)
+      th::require_close(s.get(o.node), ref.node(o.node), 2e-5);
+  }
+  CHECK(s.num_plans() == 3);
 }
 
 TEST_CASE("steady-state steps create no primitives and reuse the plan", "[session]") {

@@ -279,6 +279,17 @@ std::pair<const void*, int> blocks_key(const CpuNode& n, int node) {
   return {&n.g, -2 - node};
 }
 
+// A node's handoff buffer of at least `size` floats. Every plan of a session (one per binding)
+// shares it, grown to the largest: only one plan runs at a time, and kernels read data() when
+// they run. One per plan held a second copy of every attention's dk and dv per sequence length
+// outside the arena (docs/runtime.md, "Binding and plans").
+std::shared_ptr<std::vector<float>> shared_buffer(const CpuNode& n, int node, std::int64_t size) {
+  auto& b = n.ctx.handoff[key_of(n, node)];
+  if (!b) b = std::make_shared<std::vector<float>>();
+  if (b->size() < static_cast<std::size_t>(size)) b->resize(static_cast<std::size_t>(size));
+  return b;
+}
+
 }  // namespace
 
 // NOTE: each factory sets or erases its handoff entry, so that a later kernel of the same
@@ -290,8 +301,7 @@ std::unique_ptr<CpuKernel> OpDef<OpId::attention>::cpu(const CpuNode& n) {
     n.ctx.handoff.erase(blocks_key(n, n.node));
     return nullptr;
   }
-  auto lse = std::make_shared<std::vector<float>>(static_cast<std::size_t>(p.B * p.Hq * p.Sq));
-  n.ctx.handoff[key_of(n, n.node)] = lse;
+  auto lse = shared_buffer(n, n.node, p.B * p.Hq * p.Sq);
   ModState::Table blocks = block_table(p);
   if (blocks)
     n.ctx.handoff[blocks_key(n, n.node)] = blocks;
@@ -313,7 +323,7 @@ std::unique_ptr<CpuKernel> OpDef<OpId::attention_backward>::cpu(const CpuNode& n
   std::shared_ptr<std::vector<float>> lse;
   const auto it = n.ctx.handoff.find(key_of(n, n.n().in[3]));
   if (it != n.ctx.handoff.end() &&
-      it->second->size() == static_cast<std::size_t>(p.B * p.Hq * p.Sq))
+      it->second->size() >= static_cast<std::size_t>(p.B * p.Hq * p.Sq))
     lse = it->second;
   std::int64_t cap_size = 0;  // the gradients of score_mod's float captured tensors
   if (p.mods != nullptr) {
@@ -321,9 +331,7 @@ std::unique_ptr<CpuKernel> OpDef<OpId::attention_backward>::cpu(const CpuNode& n
     for (int j = 0; j < p.mods->n_score; ++j)
       if (p.mods->cap_float & (1u << j)) cap_size += caps[static_cast<std::size_t>(j)].numel();
   }
-  auto dkv = std::make_shared<std::vector<float>>(
-      static_cast<std::size_t>(p.B * p.Hkv * p.Sk * (p.Dk + p.Dv) + cap_size));
-  n.ctx.handoff[key_of(n, n.node)] = dkv;
+  auto dkv = shared_buffer(n, n.node, p.B * p.Hkv * p.Sk * (p.Dk + p.Dv) + cap_size);
   // The forward kernel's block mask when it is in this plan with the same shapes.
   ModState::Table blocks = block_table(p);
   bool owner = true;
