@@ -482,17 +482,8 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
     plan->device_ = opts.device;
     plan->device_state_ = opts.device->plan_state(g, N, opts.tf32);
   }
-  if (opts.arena) {
-    plan->arena_ = opts.arena(arena_size);
-    plan->owns_arena_ = false;
-  } else if (opts.device != nullptr) {
-    plan->arena_ = static_cast<std::byte*>(opts.device->alloc(arena_size));  // zero-filled
-  } else {
-    plan->arena_ = static_cast<std::byte*>(std::aligned_alloc(64, arena_size));
-    if (plan->arena_ == nullptr)
-      throw Error("stag: out of memory allocating a " + std::to_string(arena_size) + "-byte arena");
-    std::memset(plan->arena_, 0, arena_size);
-  }
+  if (!opts.arena) throw Error("stag: internal error: build_plan without PlanOptions::arena");
+  plan->arena_ = opts.arena(arena_size);
   for (int n : seq) {  // a view's source is placed before it
     NodePlan& p = plan->nodes[idx(n)];
     if (p.kind == NodePlan::Kind::alias) {

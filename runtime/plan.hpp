@@ -77,10 +77,10 @@ struct PlanOptions {
   std::vector<char> copy_permute;
   // Stop after the memory plan: buffers, lifetimes and the peak, but no arena and no kernels
   // (what-if planning; the plan cannot run).
-  bool memory_only = false;  // Where the arena lives: returns at least this many bytes, zero-filled
-                             // when first handed out
-  // (a Session's one arena, which its plans share since only one runs at a time; runtime/
-  // session.hpp). Null: the plan allocates its own and frees it.
+  bool memory_only = false;
+  // Where the arena lives (required unless memory_only): returns at least this many bytes,
+  // zero-filled when first handed out, and owns them. A Session's one arena, which its plans
+  // share since only one runs at a time (runtime/session.hpp).
   std::function<std::byte*(std::size_t)> arena;
 };
 
@@ -149,7 +149,10 @@ class Plan {
 
   // Runs one step. Exceptions from kernels propagate (the plan stays usable).
   void execute(const PlanOptions& opts);
-  std::byte* arena() const { return arena_; }  // device memory when the plan has a device
+  std::byte* arena() const {
+    return arena_;
+  }  // device memory when the plan has a device;
+     // the session's, shared by its plans
   DeviceBackend* device() const { return device_; }
 
  private:
@@ -158,7 +161,6 @@ class Plan {
   // The TBB flow graph of Schedule::parallel (runtime/cpu/execute.cpp).
   void build_flow(int threads);
   std::byte* arena_ = nullptr;
-  bool owns_arena_ = true;
   DeviceBackend* device_ = nullptr;  // owned by the session, which outlives its plans
   std::unique_ptr<DevicePlanState> device_state_;
   struct Flow;

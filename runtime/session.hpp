@@ -119,7 +119,7 @@ class Session {
 
   GraphView g_;
   SessionOptions opts_;
-  // Declared before the plans, which free their arenas through it.
+  // Declared before the plans, whose kernels free device memory through it.
   std::shared_ptr<DeviceBackend> device_;
   // One arena for all cached plans (only one runs at a time): every value a step computes lives
   // there, so a session whose batches take many shapes holds the largest plan's arena once, not

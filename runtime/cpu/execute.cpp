@@ -48,14 +48,9 @@ struct Plan::Flow {
 Plan::Plan() = default;
 
 Plan::~Plan() {
-  // Kernels may hold device memory of their own: they go before the arena and the device state.
+  // Kernels may hold device memory of their own: they go before the device state.
   nodes.clear();
-  device_state_.reset();
-  if (!owns_arena_) return;
-  if (device_ != nullptr)
-    device_->free(arena_);
-  else
-    std::free(arena_);
+  device_state_.reset();  // the arena is the session's
 }
 
 void Plan::execute(const PlanOptions& opts) {
