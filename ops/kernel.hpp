@@ -154,12 +154,13 @@ inline double load(const TensorView& v, std::int64_t off) {
   return 0;
 }
 
+// Branch-free, so that the CPU cast's loop over it vectorises (ops/cast/cpu.cpp).
 inline std::uint16_t float_to_bf16(float f) {
   std::uint32_t w;
   __builtin_memcpy(&w, &f, 4);
-  if ((w & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((w >> 16) | 0x40);  // NaN
-  w += 0x7fffu + ((w >> 16) & 1u);  // round to nearest even
-  return static_cast<std::uint16_t>(w >> 16);
+  const std::uint32_t rounded = (w + 0x7fffu + ((w >> 16) & 1u)) >> 16;  // nearest even
+  const std::uint32_t nan = (w >> 16) | 0x40u;                           // quiet NaN
+  return static_cast<std::uint16_t>((w & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
 }
 
 // Rounds any value (f64, i64) to the nearest bf16, ties to even, in one rounding.

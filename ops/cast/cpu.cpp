@@ -27,13 +27,7 @@ void widen_block(const std::uint16_t* __restrict src, float* __restrict dst, std
 
 void narrow_block(const float* __restrict src, std::uint16_t* __restrict dst, std::int64_t n) {
 #pragma omp simd
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::uint32_t w;
-    std::memcpy(&w, &src[i], sizeof w);
-    const std::uint32_t rounded = (w + 0x7fffu + ((w >> 16) & 1u)) >> 16;  // nearest even
-    const std::uint32_t nan = (w >> 16) | 0x40u;                           // quiet NaN
-    dst[i] = static_cast<std::uint16_t>((w & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
-  }
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = kernel::float_to_bf16(src[i]);
 }
 
 template <class From, class To, class Block>
