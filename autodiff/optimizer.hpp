@@ -9,7 +9,15 @@
 // "weight_decay" for SGD), so one compiled graph serves every setting; the struct's values are
 // then only the defaults that stag::Trainer feeds. `update<G, Opt>()` is the optimizer alone,
 // fed with gradients (gradient accumulation).
+// With `.in_backward = true` each parameter is updated as soon as its gradient is final, in the
+// backward pass, so the planner can reuse a gradient's memory at once instead of holding every
+// gradient until the end (docs/training.md, "Updating in the backward pass"). The values are the
+// same; what changes: no clipping (it needs the global norm first), no `grad/<param>` outputs,
+// and a non-finite loss skips every update while a non-finite gradient skips only its own
+// parameter's. "grad_norm" is still an output.
 #pragma once
+
+#include <algorithm>
 
 #include <stag/autodiff/autodiff.hpp>
 #include <stag/ops/optim/optim.hpp>
@@ -22,6 +30,7 @@ struct Sgd {
   bool nesterov = false;
   double clip_norm = 0.0;          // clip gradients to this global norm; 0: off
   bool hparams_as_inputs = false;  // momentum, weight_decay, clip_norm are graph inputs
+  bool in_backward = false;        // update each parameter once its gradient is final
 };
 
 struct Adam {
@@ -29,6 +38,7 @@ struct Adam {
   double weight_decay = 0.0;  // L2, added to the gradient
   double clip_norm = 0.0;
   bool hparams_as_inputs = false;  // beta1, beta2, eps, weight_decay, clip_norm are graph inputs
+  bool in_backward = false;        // update each parameter once its gradient is final
 };
 
 struct AdamW {
@@ -36,6 +46,7 @@ struct AdamW {
   double weight_decay = 0.01;  // decoupled: p -= lr * wd * p
   double clip_norm = 0.0;
   bool hparams_as_inputs = false;  // beta1, beta2, eps, weight_decay, clip_norm are graph inputs
+  bool in_backward = false;        // update each parameter once its gradient is final
 };
 
 namespace detail {
@@ -71,7 +82,7 @@ constexpr void append_optimizer(Builder& b, const Opt& opt) {
       adam ? b.add(code(OpId::input), {}, ShapeV{}, DType::f32, nullptr, "step", kFlagInput) : -1;
   Ref hparams, clip_in;
   if (opt.hparams_as_inputs) {
-    clip_in = scalar_input(b, "clip_norm");
+    if (!opt.in_backward) clip_in = scalar_input(b, "clip_norm");
     if constexpr (adam)
       hparams = pack_scalars({scalar_input(b, "beta1"), scalar_input(b, "beta2"),
                               scalar_input(b, "eps"), scalar_input(b, "weight_decay")});
@@ -85,20 +96,30 @@ constexpr void append_optimizer(Builder& b, const Opt& opt) {
   b.stamp_flags = kFlagOptimizer;
   // Global gradient norm; NaN or inf anywhere makes gscale non-finite and skips every update.
   Ref total{};
+  std::vector<Ref> squares;  // per parameter
   for (const auto& [p, g] : pg) {
     const Ref gr{&b, g};
     const std::uint32_t all = (1u << gr.rank()) - 1u;
     const Ref sq = gr.rank() ? sum(gr * gr, all, false) : gr * gr;
+    squares.push_back(sq);
     total = total.valid() ? total + sq : sq;
   }
   if (!total.valid()) return;  // no parameters
   const Ref norm = sqrt(total);
   b.add_output(norm.id, "grad_norm");
+  if (opt.in_backward) {
+    // The gradients are not outputs: each one's memory is free once its update has run.
+    std::erase_if(b.outputs, [&](const OutputEntry& o) {
+      return std::any_of(pg.begin(), pg.end(), [&](const auto& e) { return e.second == o.node; });
+    });
+  }
   // NOTE: `norm * 0` is NaN when the norm is NaN or infinite (squares can overflow while every
   // gradient is finite); adding it makes gscale non-finite, which skips every update. Without
   // it, clipping would turn an infinite norm into gscale = 0 and still decay and move weights.
   Ref gscale;
-  if (opt.hparams_as_inputs) {
+  if (opt.in_backward) {
+    // per parameter, below
+  } else if (opt.hparams_as_inputs) {
     const Ref zero = scalar(b, 0.0);
     const Ref safe_clip = where(lt(zero, clip_in), clip_in, scalar(b, 1.0));  // no 0 / 0
     gscale =
@@ -110,10 +131,18 @@ constexpr void append_optimizer(Builder& b, const Opt& opt) {
   } else {
     gscale = norm * 0.0 + 1.0;  // 1, or NaN when the norm is not finite
   }
-  for (const auto& [p, g] : pg) {
+  const Ref loss = b.result >= 0 ? Ref{&b, b.result} : Ref{};
+  for (std::size_t i = 0; i < pg.size(); ++i) {
+    const auto [p, g] = pg[i];
     const bool decay = b.attr(p).i[1] != 0;
     const Ref pr{&b, p}, gr{&b, g};
     b.current_scope = b.node(p).scope;
+    if (opt.in_backward) {
+      // 1, or NaN (skip) when the loss or this parameter's gradient is not finite: the update
+      // waits for this gradient only, not for the global norm.
+      const Ref finite = loss.valid() ? squares[i] + loss : squares[i];
+      gscale = finite * 0.0 + 1.0;
+    }
     if constexpr (std::is_same_v<Opt, Sgd>) {
       const Ref buf = state_like(b, p, "momentum");
       if (opt.hparams_as_inputs)
@@ -150,6 +179,12 @@ constexpr Builder build_train() {
 // (from grad<G>()) are summed by the caller and applied by one run of this graph.
 template <const auto& G, auto Opt>
 constexpr Builder build_update() {
+  // Accumulated gradients are all there before the update: in_backward changes nothing then.
+  constexpr auto opt = [] {
+    auto o = Opt;
+    o.in_backward = false;
+    return o;
+  }();
   const GraphView g = G.view();
   Builder b;
   b.shapes.assign(g.shapes.begin(), g.shapes.end());
@@ -177,7 +212,7 @@ constexpr Builder build_update() {
     b.add_output(in, {}, p);
   }
   b.current_scope = 0;
-  append_optimizer(b, Opt);
+  append_optimizer(b, opt);
   // The gradient outputs only told append_optimizer which input belongs to which parameter.
   std::erase_if(b.outputs, [](const OutputEntry& o) { return o.grad_of >= 0; });
   return b;
@@ -198,6 +233,9 @@ consteval auto train_step() {
   using O = std::remove_cvref_t<decltype(Opt)>;
   static_assert(std::is_same_v<O, Sgd> || std::is_same_v<O, Adam> || std::is_same_v<O, AdamW>,
                 "stag::train_step: the optimizer must be stag::Sgd, stag::Adam or stag::AdamW");
+  static_assert(!(Opt.in_backward && Opt.clip_norm > 0),
+                "stag::train_step: in_backward updates each parameter before the global gradient "
+                "norm is known, so it cannot clip; set clip_norm = 0 or in_backward = false");
   constexpr GraphSizes z = detail::build_train<G, Opt>().sizes();
   return detail::build_train<G, Opt>().template freeze<z>();
 }

@@ -38,6 +38,7 @@ struct Options {
   Device device = Device::cpu;
   bool tf32 = false;             // --device cuda: TF32 matmuls
   double memory_budget_mib = 0;  // > 0: the arena's budget (recomputation, runtime/remat.hpp)
+  bool in_backward = false;      // the training step with AdamW{.in_backward = true}
 };
 
 double now_ms() {
@@ -168,7 +169,10 @@ void run_train(const Options& o, const std::string& config, const bench::BenchMo
     sync->set_share(1.0f / static_cast<float>(world.size()));
     so.gradient_sync = sync;
   }
-  Session s(m.train, so);
+  if (o.in_backward && m.train_in_backward.size() == 0)
+    throw Error("stag-bench: --in-backward has a training step for cls, tf and gpt only, not " +
+                config);
+  Session s(o.in_backward ? m.train_in_backward : m.train, so);
   Array lr(DType::f32, {}), step(DType::f32, {});
   lr.set(0, 1e-4);
   s.set_inputs(shard_batch(Batch{m.inputs}, world.rank(), world.size()).inputs);
@@ -313,6 +317,8 @@ constexpr const char* kUsage = R"(usage: stag-bench [options]
   --config allreduce             under mpirun: all-reduce latency and bandwidth by size
   --memory-budget-mib M          keep each step's arena within M MiB by recomputing forward
                                  values in the backward pass (SessionOptions::memory_budget)
+  --in-backward                  cls, tf, gpt: the training step updates each parameter as
+                                 soon as its gradient is final (AdamW{.in_backward = true})
 )";
 
 Options parse(int argc, char** argv, std::vector<std::string>& passthrough) {
@@ -359,9 +365,11 @@ Options parse(int argc, char** argv, std::vector<std::string>& passthrough) {
       o.bucket_mib = std::atof(value().c_str());
     else if (a == "--memory-budget-mib")
       o.memory_budget_mib = std::atof(value().c_str());
+    else if (a == "--in-backward")
+      o.in_backward = true;
     else
       throw Error("stag-bench: unknown argument '" + a + "' (try --help)");
-    if (a == "--tf32")
+    if (a == "--tf32" || a == "--in-backward")
       passthrough.push_back(a);  // a flag: no value follows
     else if (a != "--config" && a != "--mode") {
       passthrough.push_back(a);

@@ -15,6 +15,9 @@ struct BenchModel {
   GraphView forward;   // model(...): the loss and the logits, run with training = false
   GraphView train;     // train_step<model, AdamW{}>(): forward, backward and the AdamW update
   NamedArrays inputs;  // what both graphs read (the training step adds "lr" and "step")
+  // train_step<model, AdamW{.in_backward = true}>() (cls, tf, gpt): each update right after its
+  // gradient (stag-bench --in-backward).
+  GraphView train_in_backward = {};
 };
 
 BenchModel cls_model();

@@ -18,6 +18,7 @@ constexpr ClassifierConfig kCls{.vocab = 8000,
                                 .pre_norm = false};
 constexpr auto cls_forward = model([](Builder& g) { return classifier<kCls>(g); });
 constexpr auto cls_train = train_step<cls_forward, AdamW{}>();
+constexpr auto cls_train_ib = train_step<cls_forward, AdamW{.in_backward = true}>();
 constexpr auto cls_forward16 = autocast<cls_forward>();  // bf16 matmuls
 constexpr auto cls_train16 = train_step<cls_forward16, AdamW{}>();
 constexpr auto cls_forward_unfused = model([](Builder& g) {
@@ -31,17 +32,20 @@ BenchModel cls_model() {
   constexpr std::int64_t batch = 32, seq = 128;
   Array label(DType::i32, {batch});
   for (std::int64_t i = 0; i < batch; ++i) label.set(i, static_cast<double>(i % 2));
-  return {cls_forward,
-          cls_train,
-          {{"ids", random_ids({batch, seq}, kCls.vocab, 1)},
-           {"keep", keep_mask(batch, seq, seq / 4)},
-           {"label", label}}};
+  BenchModel m{cls_forward,
+               cls_train,
+               {{"ids", random_ids({batch, seq}, kCls.vocab, 1)},
+                {"keep", keep_mask(batch, seq, seq / 4)},
+                {"label", label}}};
+  m.train_in_backward = cls_train_ib;
+  return m;
 }
 
 BenchModel cls_unfused_model() {
   BenchModel m = cls_model();
   m.forward = cls_forward_unfused;
   m.train = cls_train_unfused;
+  m.train_in_backward = {};  // f32 and fused only
   return m;
 }
 
@@ -49,6 +53,7 @@ BenchModel cls_bf16_model() {
   BenchModel m = cls_model();
   m.forward = cls_forward16;
   m.train = cls_train16;
+  m.train_in_backward = {};  // f32 and fused only
   return m;
 }
 

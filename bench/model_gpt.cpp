@@ -19,6 +19,7 @@ constexpr LmConfig kGpt{.vocab = 4096,
                         .tie_embeddings = true};
 constexpr auto gpt_forward = model([](Builder& g) { return language_model<kGpt>(g); });
 constexpr auto gpt_train = train_step<gpt_forward, AdamW{}>();
+constexpr auto gpt_train_ib = train_step<gpt_forward, AdamW{.in_backward = true}>();
 constexpr auto gpt_forward16 = autocast<gpt_forward>();  // bf16 matmuls
 constexpr auto gpt_train16 = train_step<gpt_forward16, AdamW{}>();
 constexpr auto gpt_forward_unfused = model([](Builder& g) {
@@ -30,16 +31,19 @@ constexpr auto gpt_train_unfused = train_step<gpt_forward_unfused, AdamW{}>();
 
 BenchModel gpt_model() {
   constexpr std::int64_t batch = 16, seq = 128;
-  return {gpt_forward,
-          gpt_train,
-          {{"ids", random_ids({batch, seq}, kGpt.vocab, 5)},
-           {"targets", random_ids({batch, seq}, kGpt.vocab, 6)}}};
+  BenchModel m{gpt_forward,
+               gpt_train,
+               {{"ids", random_ids({batch, seq}, kGpt.vocab, 5)},
+                {"targets", random_ids({batch, seq}, kGpt.vocab, 6)}}};
+  m.train_in_backward = gpt_train_ib;
+  return m;
 }
 
 BenchModel gpt_unfused_model() {
   BenchModel m = gpt_model();
   m.forward = gpt_forward_unfused;
   m.train = gpt_train_unfused;
+  m.train_in_backward = {};  // f32 and fused only
   return m;
 }
 
@@ -47,6 +51,7 @@ BenchModel gpt_bf16_model() {
   BenchModel m = gpt_model();
   m.forward = gpt_forward16;
   m.train = gpt_train16;
+  m.train_in_backward = {};  // f32 and fused only
   return m;
 }
 

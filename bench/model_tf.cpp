@@ -19,25 +19,29 @@ constexpr TransformerConfig kTf{.src_vocab = 1000,
                                 .pre_norm = true};
 constexpr auto tf_forward = model([](Builder& g) { return transformer<kTf>(g); });
 constexpr auto tf_train = train_step<tf_forward, AdamW{}>();
+constexpr auto tf_train_ib = train_step<tf_forward, AdamW{.in_backward = true}>();
 constexpr auto tf_forward16 = autocast<tf_forward>();  // bf16 matmuls
 constexpr auto tf_train16 = train_step<tf_forward16, AdamW{}>();
 }  // namespace
 
 BenchModel tf_model() {
   constexpr std::int64_t batch = 8, src = 32, tgt = 32;
-  return {tf_forward,
-          tf_train,
-          {{"src", random_ids({batch, src}, kTf.src_vocab, 2)},
-           {"src_keep", keep_mask(batch, src, 0)},
-           {"tgt_in", random_ids({batch, tgt}, kTf.tgt_vocab, 3)},
-           {"tgt_keep", keep_mask(batch, tgt, 0)},
-           {"tgt_out", random_ids({batch, tgt}, kTf.tgt_vocab, 4)}}};
+  BenchModel m{tf_forward,
+               tf_train,
+               {{"src", random_ids({batch, src}, kTf.src_vocab, 2)},
+                {"src_keep", keep_mask(batch, src, 0)},
+                {"tgt_in", random_ids({batch, tgt}, kTf.tgt_vocab, 3)},
+                {"tgt_keep", keep_mask(batch, tgt, 0)},
+                {"tgt_out", random_ids({batch, tgt}, kTf.tgt_vocab, 4)}}};
+  m.train_in_backward = tf_train_ib;
+  return m;
 }
 
 BenchModel tf_bf16_model() {
   BenchModel m = tf_model();
   m.forward = tf_forward16;
   m.train = tf_train16;
+  m.train_in_backward = {};  // f32 and fused only
   return m;
 }
 

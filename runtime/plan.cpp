@@ -181,6 +181,74 @@ bool is_reshape_like(OpId op) {
   return op == OpId::reshape || op == OpId::unsqueeze || op == OpId::squeeze;
 }
 
+// The execution order with every optimizer node moved up to just after the last node it must
+// follow: its inputs, and the nodes before it that read a value it overwrites (a parameter read
+// by the backward pass must not change under it), directly or through a view. Other nodes keep
+// their order. An update that reads one gradient then runs as soon as that gradient is final,
+// so its memory is reused at once (an `in_backward` optimizer, autodiff/optimizer.hpp); the
+// global norm's squares read each gradient while it is still in cache. The values are the same:
+// each node reads what it read before.
+std::vector<int> hoist_optimizer_nodes(const GraphView& g, const std::vector<int>& seq) {
+  const int N = g.size();
+  const auto idx = [](int i) { return static_cast<std::size_t>(i); };
+  std::vector<int> pos(idx(N));
+  for (int i = 0; i < N; ++i) pos[idx(seq[idx(i)])] = i;
+  std::vector<std::vector<int>> readers(idx(N));
+  for (int n = 0; n < N; ++n)
+    for (int k = 0; k < g.node(n).nin; ++k) readers[idx(g.node(n).in[k])].push_back(n);
+  const auto is_view = [&](int n) {
+    const OpId op = op_id(g.node(n).op);
+    return is_reshape_like(op) || op == OpId::permute;
+  };
+  const auto optimizer = [&](int n) { return (g.node(n).flags & kFlagOptimizer) != 0; };
+  if (std::none_of(seq.begin(), seq.end(), optimizer)) return seq;
+  // Inputs and parameters ("lr" and "step" come after the backward pass) go first: an input's
+  // buffer is live from the start anyway, and a parameter has none in the arena.
+  const auto source = [&](int n) {
+    return (g.node(n).flags & (kFlagInput | kFlagParam | kFlagState)) != 0;
+  };
+  std::vector<int> anchor(idx(N), -1);  // optimizer nodes: the position they follow (-1: first)
+  for (int n : seq) {
+    if (!optimizer(n) || source(n)) continue;
+    int a = -1;
+    const auto after = [&](int d) {
+      if (!source(d)) a = std::max(a, optimizer(d) ? anchor[idx(d)] : pos[idx(d)]);
+    };
+    const Node& nd = g.node(n);
+    for (int k = 0; k < nd.nin; ++k) after(nd.in[k]);
+    const std::uint8_t writes = kWrites[nd.op.value];
+    for (int k = 0; k < nd.nin; ++k) {
+      if (!(writes & (1u << k))) continue;
+      std::vector<int> stack{nd.in[k]};
+      while (!stack.empty()) {
+        const int v = stack.back();
+        stack.pop_back();
+        for (int r : readers[idx(v)]) {
+          if (r == n || pos[idx(r)] > pos[idx(n)]) continue;  // later readers stay later
+          after(r);
+          if (is_view(r)) stack.push_back(r);
+        }
+      }
+    }
+    anchor[idx(n)] = a;
+  }
+  std::vector<std::vector<int>> follows(idx(N) + 1);  // by anchor + 1, in the old order
+  std::vector<int> out;
+  out.reserve(idx(N));
+  for (int n : seq)
+    if (source(n))
+      out.push_back(n);
+    else if (optimizer(n))
+      follows[idx(anchor[idx(n)] + 1)].push_back(n);
+  out.insert(out.end(), follows[0].begin(), follows[0].end());
+  for (int i = 0; i < N; ++i) {
+    if (optimizer(seq[idx(i)]) || source(seq[idx(i)])) continue;
+    out.push_back(seq[idx(i)]);
+    out.insert(out.end(), follows[idx(i + 1)].begin(), follows[idx(i + 1)].end());
+  }
+  return out;
+}
+
 TensorView view_of(DType t, const std::vector<std::int64_t>& dims) {
   TensorView v;
   v.dtype = t;
@@ -285,6 +353,8 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
   if (static_cast<int>(seq.size()) != N)
     throw Error("stag: internal error: an execution order of " + std::to_string(seq.size()) +
                 " nodes for a graph of " + std::to_string(N));
+  // Data-parallel gradients are synced in index order (step 9): optimizer nodes stay last there.
+  if (opts.sync == nullptr || opts.synced.empty()) seq = hoist_optimizer_nodes(g, seq);
   std::vector<int>& pos = plan->position;
   pos.assign(idx(N), -1);
   for (int i = 0; i < N; ++i) pos[idx(seq[idx(i)])] = i;

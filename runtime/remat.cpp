@@ -109,9 +109,12 @@ std::unique_ptr<RewrittenGraph> rewrite_for_recompute(const GraphView& g,
     return clone_of[idx(v)];
   };
   for (int n = 0; n < N; ++n) {
-    Node& nd = rg->nodes[idx(n)];
-    if (!is_forward(nd))
-      for (int k = 0; k < nd.nin; ++k) nd.in[k] = use(nd.in[k]);
+    // NOTE: use() appends to rg->nodes, so no reference into it is held across a call.
+    if (!is_forward(rg->nodes[idx(n)]))
+      for (int k = 0; k < rg->nodes[idx(n)].nin; ++k) {
+        const int v = use(rg->nodes[idx(n)].in[k]);
+        rg->nodes[idx(n)].in[k] = v;
+      }
     rg->order.insert(rg->order.end(), pending.begin(), pending.end());
     pending.clear();
     rg->order.push_back(n);

@@ -1,7 +1,8 @@
 // Rematerialisation under SessionOptions::memory_budget: the rewrite's shape (clones after the
 // session's nodes, read only by the backward pass), bitwise-equal training steps at half the
 // natural arena (fused and unfused attention, dropout on, both schedules, AdamW over several
-// steps), and the error for a budget that cannot be met, whose figure is then met exactly.
+// steps, AdamW updating in the backward pass), and the error for a budget that cannot be met, whose
+// figure is then met exactly.
 #include <cstring>
 #include <string>
 
@@ -29,6 +30,9 @@ constexpr auto lm_unfused = model([](Builder& g) {
 });
 constexpr auto lm_step = train_step<lm, AdamW{.weight_decay = 0.01}>();
 constexpr auto lm_unfused_step = train_step<lm_unfused, AdamW{.weight_decay = 0.01}>();
+// Each parameter updated as soon as its gradient is final: recomputation and the early updates
+// share the backward pass.
+constexpr auto lm_ib_step = train_step<lm, AdamW{.weight_decay = 0.01, .in_backward = true}>();
 constexpr auto lm_grad = grad<lm_unfused>();
 
 NamedArrays batch_inputs(std::int64_t b, std::int64_t s, std::uint64_t seed, bool optimizer) {
@@ -106,7 +110,8 @@ TEST_CASE("a training step at half its natural arena gives bitwise the same valu
     GraphView g;
   };
   for (const Case& c :
-       {Case{"fused attention", lm_step}, Case{"unfused attention", lm_unfused_step}})
+       {Case{"fused attention", lm_step}, Case{"unfused attention", lm_unfused_step},
+        Case{"updates in the backward pass", lm_ib_step}})
     for (Schedule sched : {Schedule::sequential, Schedule::parallel}) {
       INFO(c.name << (sched == Schedule::parallel ? ", parallel" : ", sequential"));
       const NamedArrays in = batch_inputs(8, 48, 21, true);

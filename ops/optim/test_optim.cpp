@@ -234,3 +234,112 @@ TEST_CASE("an infinite gradient norm skips the update, with or without clipping"
 }
 
 }  // namespace
+
+// Updating in the backward pass (`in_backward`): the same steps, each update right after its
+// gradient, and the gradients' memory reused.
+namespace {
+using namespace stag;
+
+constexpr auto ib_adamw = train_step<net, AdamW{.weight_decay = 0.1, .in_backward = true}>();
+constexpr auto ib_adam = train_step<net, Adam{.weight_decay = 0.1, .in_backward = true}>();
+constexpr auto ib_sgd =
+    train_step<net,
+               Sgd{.momentum = 0.9, .weight_decay = 0.1, .nesterov = true, .in_backward = true}>();
+constexpr auto ib_inputs = train_step<net, AdamW{.hparams_as_inputs = true, .in_backward = true}>();
+static_assert(ib_adamw.output("grad_norm") >= 0);
+static_assert(ib_adamw.output("grad/lin.weight") < 0 && adamw_step.output("grad/lin.weight") >= 0);
+static_assert(ib_inputs.find("weight_decay") >= 0 && ib_inputs.find("clip_norm") < 0);
+static_assert(ib_adamw.count(op::adam_update) == 2 && ib_sgd.count(op::sgd_update) == 2);
+
+TEST_CASE("in_backward gives the same steps as updating after the backward pass, bit for bit",
+          "[optim]") {
+  require_identical(run_steps(adamw_step, 3), run_steps(ib_adamw, 3));
+  require_identical(run_steps(adam_step, 3), run_steps(ib_adam, 3));
+  require_identical(run_steps(sgd_step, 3), run_steps(ib_sgd, 3));
+  constexpr AdamW kNoClip{.beta1 = 0.5, .beta2 = 0.75, .eps = 0.0078125, .weight_decay = 0.25};
+  static constexpr auto no_clip = train_step<net, kNoClip>();
+  require_identical(run_steps(no_clip, 3), run_steps(ib_inputs, 3, settings(0.0)));
+}
+
+// Four 128-wide layers: the gradients (256 KiB of weights) outweigh the activations of 4 rows.
+constexpr auto deep = model([](Builder& g) {
+  auto h = input<"x", Shape<batch, 128>>(g);
+  for (int i = 0; i < 4; ++i) h = tanh(linear<128>(g / "l" / i, h));
+  return mean<0, 1>(h * h);
+});
+constexpr auto deep_step = train_step<deep, AdamW{}>();
+constexpr auto deep_ib = train_step<deep, AdamW{.in_backward = true}>();
+
+TEST_CASE("in_backward updates each weight right after its gradient and reuses its memory",
+          "[optim]") {
+  const NamedArrays in = {{"x", th::random_array(DType::f32, {4, 128}, 5, -1, 1)},
+                          {"lr", Array::from<float>({}, {0.01f})},
+                          {"step", Array::from<float>({}, {1.f})}};
+  for (Schedule sched : {Schedule::sequential, Schedule::parallel}) {
+    INFO("schedule " << static_cast<int>(sched));
+    Session plain(deep_step, {.threads = 2, .schedule = sched, .seed = 7});
+    Session ib(deep_ib, {.threads = 2, .schedule = sched, .seed = 7});
+    for (int t = 1; t <= 3; ++t) {
+      NamedArrays x = in;
+      x["step"] = Array::from<float>({}, {static_cast<float>(t)});
+      plain.set_inputs(x);
+      plain.run();
+      ib.set_inputs(x);
+      ib.run();
+      CHECK(plain.result() == ib.result());
+      CHECK(plain.get("grad_norm").at(0) == ib.get("grad_norm").at(0));
+    }
+    NamedArrays a, b;
+    for (const auto& [k, v] : plain.params()) a.emplace(k, v);
+    for (const auto& [k, v] : ib.params()) b.emplace(k, v);
+    require_identical(a, b);
+    // The last layer's weight is updated before the first layer's weight gradient is computed.
+    const Plan& p = ib.plan();
+    const auto update_of = [&](std::string_view param) {
+      const int w = p.graph.find(param);
+      REQUIRE(w >= 0);
+      for (int n = 0; n < p.graph.size(); ++n)
+        if (p.graph.node(n).op == op::adam_update && p.graph.node(n).in[0] == w) return n;
+      FAIL("no update of " << param);
+      return -1;
+    };
+    const auto at = [&](int n) { return p.position[static_cast<std::size_t>(n)]; };
+    CHECK(at(update_of("l.3.weight")) < at(p.graph.node(update_of("l.0.weight")).in[1]));
+    // The plain step holds all four weight gradients at once; this one at most two.
+    const std::size_t weight_bytes = 128 * 128 * sizeof(float);
+    CHECK(plain.arena_bytes() >= 4 * weight_bytes);
+    CHECK(ib.arena_bytes() + 2 * weight_bytes <= plain.arena_bytes());
+  }
+}
+
+// Two parameters: `lin.weight`'s gradient is finite but its square overflows, `v`'s is small.
+constexpr auto two_params = model([](Builder& g) {
+  auto x = input<"x", Shape<batch, 3>>(g);
+  auto w = param<Shape<3, 2>>(g / "lin", "weight");
+  auto v = param<Shape<2>>(g / "extra", "v");
+  return mean<0, 1>(matmul(x, w)) + mean<0>(v * v);
+});
+
+TEST_CASE("in_backward skips a parameter whose gradient is not finite, and all on a NaN loss",
+          "[optim]") {
+  static constexpr auto step = train_step<two_params, AdamW{.in_backward = true}>();
+  Session s(step, {.threads = 1, .seed = 3});
+  const Array w0 = s.params().at("lin.weight").clone(), v0 = s.params().at("extra.v").clone();
+  NamedArrays in = step_inputs(0.01, 1);
+  in["x"] = Array::from<float>({2, 3}, {1e30f, 1e30f, 1e30f, 1e30f, 1e30f, 1e30f});
+  s.set_inputs(in);
+  s.run();
+  REQUIRE(std::isfinite(s.result()));
+  CHECK(std::isinf(s.get("grad_norm").at(0)));
+  CHECK(std::memcmp(s.params().at("lin.weight").raw(), w0.raw(), w0.bytes()) == 0);
+  CHECK(std::memcmp(s.params().at("extra.v").raw(), v0.raw(), v0.bytes()) != 0);  // updated
+  const Array v1 = s.params().at("extra.v").clone();
+  in["x"].set(0, std::nan(""));
+  s.set_inputs(in);
+  s.run();
+  CHECK(std::isnan(s.result()));
+  CHECK(std::memcmp(s.params().at("extra.v").raw(), v1.raw(), v1.bytes()) == 0);
+  CHECK(std::memcmp(s.params().at("lin.weight").raw(), w0.raw(), w0.bytes()) == 0);
+}
+
+}  // namespace

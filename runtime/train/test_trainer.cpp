@@ -736,3 +736,31 @@ TEST_CASE("a memory budget changes the training step's arena, not its losses or 
     }
   }
 }
+
+TEST_CASE("a trainer updating in the backward pass: the same losses, no gradients, no clipping",
+          "[trainer][optim]") {
+  static constexpr AdamW kNoClip{.weight_decay = 0.01, .hparams_as_inputs = true};
+  static constexpr AdamW kIb{.weight_decay = 0.01, .hparams_as_inputs = true, .in_backward = true};
+  const data::EncodedTexts d = make_rows(40, 7);
+  const DataSource src = source_of(d, 8, 5);
+  Trainer plain(training_graphs<drop_net, kNoClip, false>(), options(5));
+  Trainer ib(training_graphs<drop_net, kIb, false>(), options(5));
+  for (std::size_t i = 0; i < src.num_batches(0); ++i) {
+    const StepStats a = plain.step(src.batch(0, i)), b = ib.step(src.batch(0, i));
+    INFO("step " << i + 1);
+    CHECK(std::memcmp(&a.loss, &b.loss, sizeof(double)) == 0);
+    CHECK(a.grad_norm == b.grad_norm);
+  }
+  for (const auto& [name, value] : plain.params()) {
+    INFO(name);
+    CHECK(std::memcmp(value.raw(), ib.params().at(name).raw(), value.bytes()) == 0);
+  }
+  CHECK(plain.gradient("head.weight").numel() > 0);
+  CHECK_THROWS_WITH(ib.gradient("head.weight"),
+                    Catch::Matchers::Contains("updates each parameter in the backward pass"));
+  // Clipping needs the global norm before any update: refused, not ignored.
+  TrainerOptions clipped = options(5);
+  clipped.optimizer = OptimizerSettings{.clip_norm = 1.0};
+  CHECK_THROWS_WITH((Trainer(training_graphs<drop_net, kIb, false>(), clipped)),
+                    Catch::Matchers::Contains("clip_norm = 1.0000, but the training step updates"));
+}

@@ -31,6 +31,15 @@ bool has_input(const GraphView& g, std::string_view name) {
   return n >= 0 && (g.node(n).flags & kFlagInput);
 }
 
+// A training step whose optimizer updates in the backward pass (`in_backward`): it reports a
+// gradient norm but keeps no gradient as an output.
+bool updates_in_backward(const GraphView& g) {
+  if (g.output("grad_norm") < 0) return false;
+  for (const OutputEntry& o : g.outputs)
+    if (o.grad_of >= 0) return false;
+  return true;
+}
+
 // The labels a batch is scored against: the first of the usual names it has.
 const Array* find_labels(const NamedArrays& inputs) {
   for (const char* name : {"label", "targets", "tgt_out"}) {
@@ -118,11 +127,18 @@ Trainer::Trainer(const TrainingGraphs& graphs, TrainerOptions options)
     throw Error(
         "stag::Trainer: the graphs need a model and a training step (use training_graphs<model, "
         "optimizer>())");
-  if (opts_.optimizer && !has_input(graphs_.step, "clip_norm"))
+  in_backward_ = updates_in_backward(graphs_.step);
+  if (opts_.optimizer && !has_input(graphs_.step, "weight_decay"))
     throw Error(
         "stag::Trainer: TrainerOptions::optimizer was given, but the training graph has its "
         "optimizer settings "
         "compiled in; build it with the optimizer's hparams_as_inputs = true");
+  if (in_backward_ && optim_.clip_norm > 0)
+    throw Error(
+        "stag::Trainer: clip_norm = " + format_value(optim_.clip_norm) +
+        ", but the training step updates each parameter in the backward pass (in_backward), "
+        "before the global gradient norm is known; set clip_norm = 0 or build the step without "
+        "in_backward");
   if (opts_.log_every < 1) throw Error("stag::Trainer: log_every must be at least 1");
   comm_ = opts_.comm != nullptr ? opts_.comm : &Communicator::world();
   SessionOptions so = opts_.session;
@@ -366,6 +382,9 @@ StepStats Trainer::step(std::span<const Batch> micro) {
 
 StepStats Trainer::finish_step(StepStats st, std::size_t batches) {
   st.skipped = !std::isfinite(st.grad_norm);
+  // An in_backward step skips only the parameters with non-finite gradients, unless the loss
+  // itself is not finite.
+  const bool partial = in_backward_ && !last_accumulated_ && std::isfinite(st.loss);
   if (!std::isfinite(st.loss) || st.skipped) {
     const std::string what = "stag::Trainer: step " + std::to_string(st.step) + ": the loss is " +
                              format_value(st.loss) + " and the gradient norm " +
@@ -373,9 +392,11 @@ StepStats Trainer::finish_step(StepStats st, std::size_t batches) {
     if (opts_.on_nonfinite == NonFinitePolicy::stop) {
       NonFiniteLoss e(
           what +
-          (st.skipped ? "; the update was skipped, so the parameters are those after step " +
-                            std::to_string(st.step - 1)
-                      : "; the gradients were finite and were applied") +
+          (!st.skipped ? "; the gradients were finite and were applied"
+           : partial   ? "; the parameters whose gradients were finite were updated in the "
+                         "backward pass (in_backward), the others were not"
+                       : "; the update was skipped, so the parameters are those after step " +
+                           std::to_string(st.step - 1)) +
           ". Lower the learning rate, clip gradients (clip_norm), check the inputs of this batch, "
           "or pass NonFinitePolicy::skip");
       e.step = st.step;
@@ -410,6 +431,11 @@ Array Trainer::gradient(const std::string& param) const {
       throw Error("stag::Trainer::gradient: no parameter called '" + param + "'");
     return it->second.clone();
   }
+  if (in_backward_)
+    throw Error(
+        "stag::Trainer::gradient: the training step updates each parameter in the "
+        "backward pass (in_backward) and keeps no gradients; build it without in_backward "
+        "to read them");
   return step_session_->get("grad/" + param);
 }
 

@@ -313,6 +313,7 @@ class Trainer {
   std::unique_ptr<Session> step_session_, grad_session_, update_session_, eval_session_;
   NamedArrays accumulated_;  // gradient sums of the last accumulated step
   bool last_accumulated_ = false;
+  bool in_backward_ = false;  // the step updates in the backward pass (no gradient outputs)
   std::unique_ptr<MetricsLog> log_;
   std::int64_t step_ = 0, epoch_ = 0, skipped_ = 0;
   TrainTotals totals_;
