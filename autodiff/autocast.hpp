@@ -3,7 +3,8 @@
 // the bias, activation, norms, softmax statistics, losses and the optimizer stay f32. Each f32
 // value a matmul reads is cast once, however many matmuls read it: a weight is cast once per
 // step from its f32 master copy, and the parameters, their gradients and the optimizer state
-// stay f32 (the cast's gradient casts back). The fused attention op stays f32.
+// stay f32 (the cast's gradient casts back). The fused attention op reads bf16 q, k and v (cast
+// before their head-split views) and gives an f32 output.
 //   constexpr auto fwd16 = stag::autocast<fwd>();                      // every matmul
 //   constexpr auto dec16 = stag::autocast<fwd, stag::bf16, "dec">();   // matmuls under `dec`
 //   constexpr auto step = stag::train_step<fwd16, stag::AdamW{}>();
@@ -35,20 +36,27 @@ constexpr bool scope_under(const GraphView& g, int sc, std::string_view prefix) 
 }
 }  // namespace detail
 
-// Rewrites `b` in place: the matmuls chosen above read `to` casts of their f32 operands.
-// `scopes` empty: every matmul. Returns the number of matmuls rewritten.
+// Rewrites `b` in place: the matmuls and fused attentions chosen below read `to` casts of their
+// f32 operands. `scopes` empty: every one. Returns the number of nodes rewritten.
 constexpr int autocast_matmuls(Builder& b, DType to,
                                std::span<const std::string_view> scopes = {}) {
   if (to != DType::bf16) throw GraphError("stag::autocast: only bf16 is supported");
   const GraphView g0 = b.view();
   const int n0 = b.size();
-  std::vector<char> chosen(static_cast<std::size_t>(n0), false);
   int count = 0;
+  std::vector<int> cast_inputs(static_cast<std::size_t>(n0), 0);  // of each chosen node
   for (int n = 0; n < n0; ++n) {
     const Node& nd = b.node(n);
-    if (op_id(nd.op) != OpId::matmul || nd.dtype != DType::f32 || (nd.flags & kFlagNoFuse))
-      continue;
-    if (b.dtype(nd.in[0]) != DType::f32 || b.dtype(nd.in[1]) != DType::f32) continue;
+    if (nd.dtype != DType::f32 || (nd.flags & kFlagNoFuse)) continue;
+    // A matmul's two operands; the fused attention's q, k and v (not over a cache or with
+    // captured tensors), whose output and gradients then stay f32 (ops/attention/attention.hpp).
+    int inputs = 0;
+    if (op_id(nd.op) == OpId::matmul) inputs = 2;
+    if (op_id(nd.op) == OpId::attention && b.attr(n).i[4] == 0) inputs = 3;
+    if (inputs == 0) continue;
+    bool f32 = true;
+    for (int k = 0; k < inputs; ++k) f32 = f32 && b.dtype(nd.in[k]) == DType::f32;
+    if (!f32) continue;
     // In a scope: built inside it (Scope::enter), or reading a parameter named under it (the
     // weight of a linear layer, whose matmul is built wherever the layer is called).
     bool in_scope = scopes.empty();
@@ -60,36 +68,53 @@ constexpr int autocast_matmuls(Builder& b, DType to,
       }
     }
     if (!in_scope) continue;
-    chosen[static_cast<std::size_t>(n)] = true;
+    cast_inputs[static_cast<std::size_t>(n)] = inputs;
     ++count;
   }
   if (count == 0) return 0;
 
   std::vector<Node> old = b.nodes;
   b.nodes.clear();
-  std::vector<int> remap(static_cast<std::size_t>(n0), -1), cast_of(remap);
+  std::vector<int> remap(static_cast<std::size_t>(n0), -1), cast_of(remap), view_of(remap);
+  const auto is_view = [&](int v) {
+    const OpId op = op_id(old[static_cast<std::size_t>(v)].op);
+    return op == OpId::reshape || op == OpId::unsqueeze || op == OpId::squeeze ||
+           op == OpId::permute;
+  };
+  // The bf16 value of old node `src`: a cast of it, named after it (`enc.0.attn.w_q.bf16` for
+  // a weight), or of the value a chain of views starts from, with the views repeated on the
+  // bf16 value (the attention's q is a head-split view of a projection: the projection is cast,
+  // in one contiguous pass, and the view stays a view).
+  const auto bf16_of = [&](auto& self, int src, bool through_views) -> int {
+    const bool view = through_views && is_view(src) && old[static_cast<std::size_t>(src)].nin == 1;
+    int& c = (view ? view_of : cast_of)[static_cast<std::size_t>(src)];
+    if (c >= 0) return c;
+    const Node& in = old[static_cast<std::size_t>(src)];
+    Node cn = in;
+    if (view) {  // the same view of the bf16 value
+      cn.in[0] = self(self, in.in[0], true);
+    } else {
+      cn = Node{};
+      cn.op = code(OpId::cast);
+      cn.nin = 1;
+      cn.in[0] = remap[static_cast<std::size_t>(src)];
+      cn.shape = in.shape;
+    }
+    cn.dtype = to;
+    cn.flags = 0;
+    cn.grad_of = -1;
+    cn.scope = in.leaf.empty() ? in.scope : b.child_scope(in.scope, in.leaf, -1);
+    cn.leaf = "bf16";
+    b.nodes.push_back(cn);
+    return c = b.size() - 1;
+  };
   for (int n = 0; n < n0; ++n) {
     Node nd = old[static_cast<std::size_t>(n)];
+    const int casts = cast_inputs[static_cast<std::size_t>(n)];
     for (int k = 0; k < nd.nin; ++k) {
       const int src = nd.in[k];
-      nd.in[k] = remap[static_cast<std::size_t>(src)];
-      if (!chosen[static_cast<std::size_t>(n)]) continue;
-      int& c = cast_of[static_cast<std::size_t>(src)];
-      if (c < 0) {
-        // The cast sits where its value was made: `enc.0.attn.w_q.bf16` for a weight.
-        const Node& in = old[static_cast<std::size_t>(src)];
-        Node cn;
-        cn.op = code(OpId::cast);
-        cn.dtype = to;
-        cn.nin = 1;
-        cn.in[0] = nd.in[k];
-        cn.shape = in.shape;
-        cn.scope = in.leaf.empty() ? in.scope : b.child_scope(in.scope, in.leaf, -1);
-        cn.leaf = "bf16";
-        b.nodes.push_back(cn);
-        c = b.size() - 1;
-      }
-      nd.in[k] = c;
+      nd.in[k] = k < casts ? bf16_of(bf16_of, src, casts == 3)  // attention: through views
+                           : remap[static_cast<std::size_t>(src)];
     }
     if (nd.grad_of >= 0) nd.grad_of = remap[static_cast<std::size_t>(nd.grad_of)];
     b.nodes.push_back(nd);

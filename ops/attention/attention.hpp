@@ -86,10 +86,16 @@ struct SdpaOptions {
   double softcap = 0.0;  // AttnScore::softcap: the cap c > 0
 };
 
+// bf16 q, k and v (stag::autocast) give an f32 output, and f32 gradients: the scores, the
+// softmax and the products accumulate in f32, as under torch.autocast.
+constexpr DType attention_out_dtype(DType t) {
+  return t == DType::bf16 ? DType::f32 : t;
+}
+
 namespace rules {
 constexpr ShapeResult attention(const ShapeV& q, DType tq, const ShapeV& k, DType tk,
                                 const ShapeV& v, DType tv) {
-  if ((tq != DType::f32 && tq != DType::f64) || tk != tq || tv != tq)
+  if ((tq != DType::f32 && tq != DType::f64 && tq != DType::bf16) || tk != tq || tv != tq)
     return shape_fail(ShapeErr::dtype);
   if (q.rank < 3 || q.rank > 4 || k.rank != q.rank || v.rank != q.rank)
     return shape_fail(ShapeErr::rank);
@@ -106,7 +112,7 @@ constexpr ShapeResult attention(const ShapeV& q, DType tq, const ShapeV& k, DTyp
   if (!(k.dims[r - 2] == v.dims[r - 2])) return shape_fail(ShapeErr::shape_mismatch);
   ShapeV out = q;
   out.dims[r - 1] = v.dims[r - 1];
-  return shape_ok(out, tq);
+  return shape_ok(out, attention_out_dtype(tq));
 }
 // The scores' shape [B, H, Sq, Sk] (or [B, Sq, Sk]), which a keep mask broadcasts to.
 constexpr ShapeV attention_scores(const ShapeV& q, const ShapeV& k) {
@@ -213,14 +219,15 @@ constexpr Ref attention_backward(Ref q, Ref k, Ref v, Ref o, Ref g, const Ref* e
                               n_extra > 1 ? extra[1] : Ref{},
                               n_extra > 2 ? extra[2] : Ref{}};
   return emit_list(OpId::attention_backward, "attention_backward", in, 5 + n_extra,
-                   shape_ok(q.shape(), q.dtype()), &a);
+                   shape_ok(q.shape(), attention_out_dtype(q.dtype())), &a);
 }
 // which = 0: dk, 1: dv, 2 + j: score_mod's captured tensor j.
 constexpr Ref attention_backward_kv(Ref dq, Ref q, Ref k, Ref v, Ref o, Ref g, const Ref* extra,
                                     int n_extra, Attrs a, int which) {
   a.i[5] = which;
-  const ShapeResult r = shape_ok(
-      which == 0 ? k.shape() : (which == 1 ? v.shape() : extra[which - 2].shape()), q.dtype());
+  const ShapeResult r =
+      shape_ok(which == 0 ? k.shape() : (which == 1 ? v.shape() : extra[which - 2].shape()),
+               attention_out_dtype(q.dtype()));
   const Ref in[kMaxInputs] = {
       dq, q, k, v, o, g, n_extra > 0 ? extra[0] : Ref{}, n_extra > 1 ? extra[1] : Ref{}};
   return emit_list(OpId::attention_backward_kv, "attention_backward_kv", in, 6 + n_extra, r, &a);
@@ -229,7 +236,8 @@ constexpr Ref attention_backward_kv(Ref dq, Ref q, Ref k, Ref v, Ref o, Ref g, c
 namespace detail {
 template <ShapeResult R>
 constexpr void sdpa_checks() {
-  static_assert(R.err != ShapeErr::dtype, "stag::sdpa: q, k and v must all be f32 or all be f64");
+  static_assert(R.err != ShapeErr::dtype,
+                "stag::sdpa: q, k and v must all be f32, all bf16 or all f64");
   static_assert(R.err != ShapeErr::rank,
                 "stag::sdpa: q, k and v must all be [batch, heads, seq, head_dim] or all "
                 "[batch, seq, head_dim]");

@@ -25,13 +25,58 @@ bool head_strides(const TensorView& v, std::int64_t* st) {
   return true;
 }
 
+// bf16 q, k and v (stag::autocast): the tiled kernel is f32 code, so each is widened to f32
+// when the kernel runs, keeping its strides, into the running thread's staging buffer (the
+// kernel's parallelism is OpenMP, so no other kernel runs on that thread meanwhile), and the
+// kernel reads that. The widening is one pass over q, k and v; the scores, the softmax and the
+// products are f32 as before, and nothing of q, k or v is rounded again.
+struct WidenedInputs {
+  const std::uint16_t* src[3] = {};
+  std::int64_t elems[3] = {};  // the elements each view spans (its strides kept)
+  std::size_t floats = 0;
+  bool on() const { return src[0] != nullptr; }
+  void widen(attn::Problem& p) const {
+    if (!on()) return;
+    static thread_local std::vector<float> buf;
+    if (buf.size() < floats) buf.resize(floats);
+    float* dst = buf.data();
+    const float** to[3] = {&p.q, &p.k, &p.v};
+    for (int j = 0; j < 3; ++j) {
+      widen_bf16(src[j], dst, elems[j]);
+      *to[j] = dst;
+      dst += (elems[j] + 15) / 16 * 16;  // 64-byte aligned
+    }
+  }
+};
+
+// The elements from a view's first to its last (non-negative strides).
+std::int64_t span_of(const TensorView& v) {
+  std::int64_t last = 0;
+  for (int d = 0; d < v.rank; ++d) {
+    if (v.dims[d] == 0) return 0;
+    last += (v.dims[d] - 1) * v.strides[d];
+  }
+  return last + 1;
+}
+
 // The problem of a node whose inputs start with q, k, v; `keep` is the keep mask's input
 // index. Returns false when the tiled kernel does not apply.
-bool problem_of(const CpuNode& n, int first, int keep, attn::Problem& p) {
+bool problem_of(const CpuNode& n, int first, int keep, attn::Problem& p, WidenedInputs& w) {
   const TensorView &q = n.in[static_cast<std::size_t>(first)],
                    &k = n.in[static_cast<std::size_t>(first + 1)],
                    &v = n.in[static_cast<std::size_t>(first + 2)];
-  if (q.dtype != DType::f32) return false;
+  if (q.dtype != DType::f32 && q.dtype != DType::bf16) return false;
+  if (q.dtype == DType::bf16) {
+    if (n.attr().i[4] != 0) return false;  // a cache or captured tensors: the reference kernel
+    const TensorView* qkv[3] = {&q, &k, &v};
+    for (int j = 0; j < 3; ++j) {
+      for (int d = 0; d < qkv[j]->rank; ++d)
+        if (qkv[j]->strides[d] < 0) return false;
+      w.src[j] = qkv[j]->as<const std::uint16_t>();
+      w.elems[j] = span_of(*qkv[j]);
+      w.floats += static_cast<std::size_t>((w.elems[j] + 15) / 16 * 16);
+    }
+  }
   const int r = q.rank;
   p.B = q.dims[0];
   p.Hq = r == 4 ? q.dims[1] : 1;
@@ -49,9 +94,11 @@ bool problem_of(const CpuNode& n, int first, int keep, attn::Problem& p) {
   p.softcap = static_cast<float>(a.f[2]);
   p.scale = a.i[3] ? static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.Dk)))
                    : static_cast<float>(a.f[0]);
-  p.q = q.as<const float>();
-  p.k = k.as<const float>();
-  p.v = v.as<const float>();
+  if (!w.on()) {
+    p.q = q.as<const float>();
+    p.k = k.as<const float>();
+    p.v = v.as<const float>();
+  }
   if (a.i[4] == 2) {  // inputs from `keep` on: the tensors score_mod and mask_mod capture
     p.mods = kernel::mods_of(a);
     p.run = kernel::mod_run(*p.mods, n.in, keep, nullptr);
@@ -78,6 +125,13 @@ std::string mods_text(const attn::Problem& p) {
   if (!p.mods->score_name.empty()) s += ", score_mod " + std::string(p.mods->score_name);
   if (!p.mods->mask_name.empty()) s += ", mask_mod " + std::string(p.mods->mask_name);
   return s;
+}
+
+// The kernel's name, with what it does to bf16 inputs.
+std::string with_inputs(std::string name, const WidenedInputs& w) {
+  if (w.on() && !name.empty() && name.back() == ')')
+    name.insert(name.size() - 1, ", bf16 q k v widened to f32");
+  return name;
 }
 
 std::string describe_of(const char* what, const attn::Problem& p, double block_fraction = -1) {
@@ -178,15 +232,18 @@ ModState::Table block_table(const attn::Problem& p) {
 
 class AttentionKernel final : public OwnKernel, ModState {
  public:
-  AttentionKernel(const CpuNode& n, const attn::Problem& p, std::shared_ptr<std::vector<float>> lse,
-                  Table blocks)
-      : OwnKernel(n, &OpDef<OpId::attention>::reference, describe_of("attention", p)),
+  AttentionKernel(const CpuNode& n, const attn::Problem& p, const WidenedInputs& w,
+                  std::shared_ptr<std::vector<float>> lse, Table blocks)
+      : OwnKernel(n, &OpDef<OpId::attention>::reference,
+                  with_inputs(describe_of("attention", p), w)),
         p_(p),
+        w_(w),
         lse_(std::move(lse)) {
     bind(p_, std::move(blocks), true);
   }
   void run() override {
     if (p_.pos) kernel::check_cache_positions(g_, node_, p_.pos, p_.B, p_.Sq, p_.Sk);
+    w_.widen(p_);
     set_dropout(p_, attr(), state_);
     before(p_);
     attn::forward(p_, out_.as<float>(), lse_->data());
@@ -198,17 +255,19 @@ class AttentionKernel final : public OwnKernel, ModState {
 
  private:
   attn::Problem p_;
+  WidenedInputs w_;
   std::shared_ptr<std::vector<float>> lse_;
 };
 
 class AttentionBackwardKernel final : public OwnKernel, ModState {
  public:
-  AttentionBackwardKernel(const CpuNode& n, const attn::Problem& p,
+  AttentionBackwardKernel(const CpuNode& n, const attn::Problem& p, const WidenedInputs& w,
                           std::shared_ptr<std::vector<float>> lse,
                           std::shared_ptr<std::vector<float>> dkv, Table blocks, bool owner)
       : OwnKernel(n, &OpDef<OpId::attention_backward>::reference,
-                  describe_of("attention backward", p)),
+                  with_inputs(describe_of("attention backward", p), w)),
         p_(p),
+        w_(w),
         lse_(std::move(lse)),
         dkv_(std::move(dkv)) {
     head_strides(n.in[3], o_st_);
@@ -217,6 +276,7 @@ class AttentionBackwardKernel final : public OwnKernel, ModState {
     ctx_ = &n.ctx;
   }
   void run() override {
+    w_.widen(p_);
     set_dropout(p_, attr(), state_);
     before(p_);
     float* dk = dkv_->data();
@@ -246,6 +306,7 @@ class AttentionBackwardKernel final : public OwnKernel, ModState {
 
  private:
   attn::Problem p_;
+  WidenedInputs w_;
   std::shared_ptr<std::vector<float>> lse_, dkv_;
   std::int64_t o_st_[3] = {}, do_st_[3] = {};
   CpuContext* ctx_ = nullptr;
@@ -296,7 +357,8 @@ std::shared_ptr<std::vector<float>> shared_buffer(const CpuNode& n, int node, st
 // plan never finds an entry left by another plan (a graph at the same address).
 std::unique_ptr<CpuKernel> OpDef<OpId::attention>::cpu(const CpuNode& n) {
   attn::Problem p;
-  if (!problem_of(n, 0, 3, p) || !n.out.contiguous()) {
+  WidenedInputs w;
+  if (!problem_of(n, 0, 3, p, w) || !n.out.contiguous()) {
     n.ctx.handoff.erase(key_of(n, n.node));
     n.ctx.handoff.erase(blocks_key(n, n.node));
     return nullptr;
@@ -307,13 +369,14 @@ std::unique_ptr<CpuKernel> OpDef<OpId::attention>::cpu(const CpuNode& n) {
     n.ctx.handoff[blocks_key(n, n.node)] = blocks;
   else
     n.ctx.handoff.erase(blocks_key(n, n.node));
-  return std::make_unique<AttentionKernel>(n, p, lse, blocks);
+  return std::make_unique<AttentionKernel>(n, p, w, lse, blocks);
 }
 
 std::unique_ptr<CpuKernel> OpDef<OpId::attention_backward>::cpu(const CpuNode& n) {
   attn::Problem p;
+  WidenedInputs w;
   std::int64_t st[3];
-  if (!problem_of(n, 0, 5, p) || !n.out.contiguous() || !head_strides(n.in[3], st) ||
+  if (!problem_of(n, 0, 5, p, w) || !n.out.contiguous() || !head_strides(n.in[3], st) ||
       !head_strides(n.in[4], st)) {
     n.ctx.handoff.erase(key_of(n, n.node));
     return nullptr;
@@ -342,7 +405,7 @@ std::unique_ptr<CpuKernel> OpDef<OpId::attention_backward>::cpu(const CpuNode& n
       owner = false;
     }
   }
-  return std::make_unique<AttentionBackwardKernel>(n, p, lse, dkv, blocks, owner);
+  return std::make_unique<AttentionBackwardKernel>(n, p, w, lse, dkv, blocks, owner);
 }
 
 std::unique_ptr<CpuKernel> OpDef<OpId::attention_backward_kv>::cpu(const CpuNode& n) {

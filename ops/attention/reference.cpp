@@ -301,7 +301,26 @@ std::pair<std::int64_t, std::int64_t> kernel::cap_grad_slot(const attn::Mods& m,
   return {off, caps[static_cast<std::size_t>(j)].numel()};
 }
 
-void OpDef<OpId::attention>::reference(const KernelArgs& a) {
+namespace {
+// bf16 q, k and v (stag::autocast) are read as the f32 values they hold: `f` runs on a copy of
+// the arguments whose inputs first..first+2 are widened to f32 (the output is f32 already).
+template <class F>
+void with_f32_qkv(const KernelArgs& a, std::size_t first, F&& f) {
+  if (a.in[first].dtype != DType::bf16) return f(a);
+  std::vector<TensorView> in(a.in.begin(), a.in.end());
+  std::vector<float> wide[3];
+  for (std::size_t j = 0; j < 3; ++j) {
+    TensorView& t = in[first + j];
+    wide[j].resize(static_cast<std::size_t>(t.numel()));
+    for (std::int64_t i = 0; i < t.numel(); ++i)
+      wide[j][static_cast<std::size_t>(i)] = static_cast<float>(kernel::load(t, i));
+    t.dtype = DType::f32;
+    t.data = wide[j].data();
+  }
+  f(KernelArgs{a.g, a.node, in, a.out, a.state});
+}
+
+void forward_reference(const KernelArgs& a) {
   attn::Fault fault;
   const Dims d = dims_of(a, 3, &fault);
   const bool* keep = keep_data(a, 3);
@@ -331,14 +350,23 @@ void OpDef<OpId::attention>::reference(const KernelArgs& a) {
   });
   if (d.mods != nullptr) kernel::check_mod_fault(a.g, a.node, *d.mods, fault);
 }
+}  // namespace
+
+void OpDef<OpId::attention>::reference(const KernelArgs& a) {
+  with_f32_qkv(a, 0, [](const KernelArgs& w) { forward_reference(w); });
+}
 
 void OpDef<OpId::attention_backward>::reference(const KernelArgs& a) {
-  kernel::with_float(a.out.dtype, [&](auto zero) { backward<decltype(zero)>(a, 0); });
+  with_f32_qkv(a, 0, [](const KernelArgs& w) {
+    kernel::with_float(w.out.dtype, [&](auto zero) { backward<decltype(zero)>(w, 0); });
+  });
 }
 
 void OpDef<OpId::attention_backward_kv>::reference(const KernelArgs& a) {
   const int which = static_cast<int>(a.attr().i[5]) + 1;
-  kernel::with_float(a.out.dtype, [&](auto zero) { backward<decltype(zero)>(a, which); });
+  with_f32_qkv(a, 1, [which](const KernelArgs& w) {  // input 0 is dq
+    kernel::with_float(w.out.dtype, [&](auto zero) { backward<decltype(zero)>(w, which); });
+  });
 }
 
 }  // namespace stag
