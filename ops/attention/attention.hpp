@@ -64,6 +64,10 @@ struct OpDef<OpId::attention_backward_kv> {
   static constexpr OpInfo info{"attention_backward_kv", "dattention_kv", -1};
   static void reference(const KernelArgs&);
   static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  // q, k and v may be views: the CPU kernel does not read them (and the reference kernel reads a
+  // dense copy). Without this, the head-split transposes of q, k and v were copies because
+  // this node reads them too.
+  static constexpr std::uint8_t cpu_strided = 0b1110;
 };
 
 // The built-in masks; the kernels skip the key tiles they rule out.
