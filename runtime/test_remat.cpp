@@ -191,6 +191,9 @@ TEST_CASE("a budget that cannot be met names the smallest arena, and that one is
   }
   INFO(what);
   REQUIRE(what.find("memory budget of 0.0 MiB (4096 bytes) cannot be met") != std::string::npos);
+  // The step holds every gradient until the optimizer: the message says what would lower that.
+  CHECK(what.find("(AdamW{.in_backward = true}) so that gradients are not all held") !=
+        std::string::npos);
   const std::string key = "give a budget of at least ";
   const std::size_t at = what.find(key);
   REQUIRE(at != std::string::npos);
