@@ -134,6 +134,17 @@ bool cpu_has_bf16_matmul();
 void widen_bf16(const std::uint16_t* src, float* dst, std::int64_t n);
 void narrow_to_bf16(const float* src, std::uint16_t* dst, std::int64_t n);
 
+// The elements from a view's first to its last (non-negative strides), gaps included: what a
+// strided operand is widened over, keeping its strides.
+inline std::int64_t view_span(const TensorView& v) {
+  std::int64_t last = 0;
+  for (int i = 0; i < v.rank; ++i) {
+    if (v.dims[i] == 0) return 0;
+    last += (v.dims[i] - 1) * v.strides[i];
+  }
+  return last + 1;
+}
+
 // A view padded with leading size-1 dims up to `rank` (oneDNN wants equal ranks to broadcast).
 inline TensorView padded(const TensorView& v, int rank) {
   TensorView p = v;

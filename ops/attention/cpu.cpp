@@ -49,16 +49,6 @@ struct WidenedInputs {
   }
 };
 
-// The elements from a view's first to its last (non-negative strides).
-std::int64_t span_of(const TensorView& v) {
-  std::int64_t last = 0;
-  for (int d = 0; d < v.rank; ++d) {
-    if (v.dims[d] == 0) return 0;
-    last += (v.dims[d] - 1) * v.strides[d];
-  }
-  return last + 1;
-}
-
 // The problem of a node whose inputs start with q, k, v; `keep` is the keep mask's input
 // index. Returns false when the tiled kernel does not apply.
 bool problem_of(const CpuNode& n, int first, int keep, attn::Problem& p, WidenedInputs& w) {
@@ -73,7 +63,7 @@ bool problem_of(const CpuNode& n, int first, int keep, attn::Problem& p, Widened
       for (int d = 0; d < qkv[j]->rank; ++d)
         if (qkv[j]->strides[d] < 0) return false;
       w.src[j] = qkv[j]->as<const std::uint16_t>();
-      w.elems[j] = span_of(*qkv[j]);
+      w.elems[j] = view_span(*qkv[j]);
       w.floats += static_cast<std::size_t>((w.elems[j] + 15) / 16 * 16);
     }
   }

@@ -100,16 +100,6 @@ class StagedKernel final : public CpuKernel {
   std::size_t floats_;
 };
 
-// Elements from a view's first to its last (non-negative strides), gaps included.
-std::int64_t span(const TensorView& v) {
-  std::int64_t last = 0;
-  for (int i = 0; i < v.rank; ++i) {
-    if (v.dims[i] == 0) return 0;
-    last += (v.dims[i] - 1) * v.strides[i];
-  }
-  return last + 1;
-}
-
 }  // namespace
 
 bool cpu_has_bf16_matmul() {
@@ -239,8 +229,8 @@ std::unique_ptr<CpuKernel> OpDef<OpId::matmul>::cpu(const CpuNode& n) {
     const TensorView wa = f32_buffer(a, false), wb = f32_buffer(b, false);
     const TensorView wc = out == DType::bf16 ? f32_buffer(c, true) : c;
     if ((pd = try_pd(wa, wb, wc))) {
-      a_mem = stage(wa, pd->src_desc(), span(a), a.data);
-      b_mem = stage(wb, pd->weights_desc(), span(b), b.data);
+      a_mem = stage(wa, pd->src_desc(), view_span(a), a.data);
+      b_mem = stage(wb, pd->weights_desc(), view_span(b), b.data);
       if (out == DType::bf16) c_mem = stage(wc, pd->dst_desc(), c.numel(), c.data, true);
       how = ", bf16 widened to f32";
     }
