@@ -116,9 +116,9 @@ constexpr void append_optimizer(Builder& b, const Opt& opt) {
   // NOTE: `norm * 0` is NaN when the norm is NaN or infinite (squares can overflow while every
   // gradient is finite); adding it makes gscale non-finite, which skips every update. Without
   // it, clipping would turn an infinite norm into gscale = 0 and still decay and move weights.
-  Ref gscale;
+  Ref gscale;  // in_backward: one per parameter, below
   if (opt.in_backward) {
-    // per parameter, below
+    gscale = {};
   } else if (opt.hparams_as_inputs) {
     const Ref zero = scalar(b, 0.0);
     const Ref safe_clip = where(lt(zero, clip_in), clip_in, scalar(b, 1.0));  // no 0 / 0

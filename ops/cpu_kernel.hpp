@@ -134,6 +134,17 @@ bool cpu_has_bf16_matmul();
 void widen_bf16(const std::uint16_t* src, float* dst, std::int64_t n);
 void narrow_to_bf16(const float* src, std::uint16_t* dst, std::int64_t n);
 
+// The running thread's staging buffer of at least `floats` floats: where bf16 operands are
+// widened to f32 (matmuls without oneDNN bf16, the fused attention) and tall transposed
+// operands copied (ops/matmul/cpu.cpp). One per thread, shared by every such kernel: kernels
+// parallelise with OpenMP inside, so no other kernel runs on the thread while one uses it. It
+// lives outside the arena and grows to the largest request.
+float* thread_staging(std::size_t floats);
+// Floats to reserve in it for `elems` values, keeping the next one 64-byte aligned.
+inline std::size_t staged_floats(std::int64_t elems) {
+  return static_cast<std::size_t>((elems + 15) / 16 * 16);
+}
+
 // The elements from a view's first to its last (non-negative strides), gaps included: what a
 // strided operand is widened over, keeping its strides.
 inline std::int64_t view_span(const TensorView& v) {

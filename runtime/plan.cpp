@@ -189,6 +189,8 @@ bool is_reshape_like(OpId op) {
 // global norm's squares read each gradient while it is still in cache. The values are the same:
 // each node reads what it read before.
 std::vector<int> hoist_optimizer_nodes(const GraphView& g, const std::vector<int>& seq) {
+  const auto optimizer = [&](int n) { return (g.node(n).flags & kFlagOptimizer) != 0; };
+  if (std::none_of(seq.begin(), seq.end(), optimizer)) return seq;
   const int N = g.size();
   const auto idx = [](int i) { return static_cast<std::size_t>(i); };
   std::vector<int> pos(idx(N));
@@ -200,8 +202,6 @@ std::vector<int> hoist_optimizer_nodes(const GraphView& g, const std::vector<int
     const OpId op = op_id(g.node(n).op);
     return is_reshape_like(op) || op == OpId::permute;
   };
-  const auto optimizer = [&](int n) { return (g.node(n).flags & kFlagOptimizer) != 0; };
-  if (std::none_of(seq.begin(), seq.end(), optimizer)) return seq;
   // Inputs and parameters ("lr" and "step" come after the backward pass) go first: an input's
   // buffer is live from the start anyway, and a parameter has none in the arena.
   const auto source = [&](int n) {

@@ -353,14 +353,14 @@ std::unique_ptr<Plan> build_plan_within(const GraphView& g, const Bindings& b,
     cur = sim.get();
     best_peak = std::min(best_peak, cur->memory.peak);
   }
-  // A training step whose optimizer waits for every gradient (the global norm) holds them all:
-  // updating in the backward pass lowers that floor.
-  const bool optimizer = std::any_of(g.nodes.begin(), g.nodes.end(),
-                                     [](const Node& nd) { return nd.flags & kFlagOptimizer; });
-  const bool grads_held =
-      optimizer && std::any_of(g.outputs.begin(), g.outputs.end(),
-                               [](const OutputEntry& o) { return o.grad_of >= 0; });
-  if (cur->memory.peak > budget)
+  if (cur->memory.peak > budget) {
+    // A training step whose optimizer waits for every gradient (the global norm) holds them all:
+    // updating in the backward pass lowers that floor.
+    const bool optimizer = std::any_of(g.nodes.begin(), g.nodes.end(),
+                                       [](const Node& nd) { return nd.flags & kFlagOptimizer; });
+    const bool grads_held =
+        optimizer && std::any_of(g.outputs.begin(), g.outputs.end(),
+                                 [](const OutputEntry& o) { return o.grad_of >= 0; });
     throw Error("stag: memory budget of " + mib(budget) + " (" + std::to_string(budget) +
                 " bytes) cannot be met: the smallest arena found recomputes " +
                 std::to_string(std::count(chosen.begin(), chosen.end(), 1)) + " values and needs " +
@@ -372,6 +372,7 @@ std::unique_ptr<Plan> build_plan_within(const GraphView& g, const Bindings& b,
                 (grads_held ? ", or update each parameter in the backward pass "
                               "(AdamW{.in_backward = true}) so that gradients are not all held"
                             : ""));
+  }
 
   std::shared_ptr<const RewrittenGraph> owned = std::move(rg);
   auto plan = build_plan(owned->view, b, external, ctx, state, options_for(*owned, opts));

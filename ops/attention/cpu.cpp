@@ -26,10 +26,10 @@ bool head_strides(const TensorView& v, std::int64_t* st) {
 }
 
 // bf16 q, k and v (stag::autocast): the tiled kernel is f32 code, so each is widened to f32
-// when the kernel runs, keeping its strides, into the running thread's staging buffer (the
-// kernel's parallelism is OpenMP, so no other kernel runs on that thread meanwhile), and the
-// kernel reads that. The widening is one pass over q, k and v; the scores, the softmax and the
-// products are f32 as before, and nothing of q, k or v is rounded again.
+// when the kernel runs, keeping its strides, into the running thread's staging buffer
+// (thread_staging), and the kernel reads that. The widening is one pass over q, k and v; the
+// scores, the softmax and the products are f32 as before, and nothing of q, k or v is rounded
+// again.
 struct WidenedInputs {
   const std::uint16_t* src[3] = {};
   std::int64_t elems[3] = {};  // the elements each view spans (its strides kept)
@@ -37,14 +37,12 @@ struct WidenedInputs {
   bool on() const { return src[0] != nullptr; }
   void widen(attn::Problem& p) const {
     if (!on()) return;
-    static thread_local std::vector<float> buf;
-    if (buf.size() < floats) buf.resize(floats);
-    float* dst = buf.data();
+    float* dst = thread_staging(floats);
     const float** to[3] = {&p.q, &p.k, &p.v};
     for (int j = 0; j < 3; ++j) {
       widen_bf16(src[j], dst, elems[j]);
       *to[j] = dst;
-      dst += (elems[j] + 15) / 16 * 16;  // 64-byte aligned
+      dst += staged_floats(elems[j]);
     }
   }
 };
@@ -64,7 +62,7 @@ bool problem_of(const CpuNode& n, int first, int keep, attn::Problem& p, Widened
         if (qkv[j]->strides[d] < 0) return false;
       w.src[j] = qkv[j]->as<const std::uint16_t>();
       w.elems[j] = view_span(*qkv[j]);
-      w.floats += static_cast<std::size_t>((w.elems[j] + 15) / 16 * 16);
+      w.floats += staged_floats(w.elems[j]);
     }
   }
   const int r = q.rank;

@@ -6,6 +6,7 @@
 // truncates; casts to integers therefore stay on the reference kernel.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include <stag/ops/cast/cast.hpp>
 #include <stag/ops/cpu_kernel.hpp>
@@ -62,6 +63,12 @@ void widen_bf16(const std::uint16_t* src, float* dst, std::int64_t n) {
 
 void narrow_to_bf16(const float* src, std::uint16_t* dst, std::int64_t n) {
   blocked(src, dst, n, narrow_block);
+}
+
+float* thread_staging(std::size_t floats) {
+  static thread_local std::vector<float> buf;
+  if (buf.size() < floats) buf.resize(floats);
+  return buf.data();
 }
 
 std::unique_ptr<CpuKernel> OpDef<OpId::cast>::cpu(const CpuNode& n) {

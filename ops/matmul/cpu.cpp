@@ -65,9 +65,9 @@ constexpr std::int64_t kStageMinRows = 1024, kStageMaxCols = 256, kStageMaxElems
 // oneDNN 2.6's gemm ran A^T B (a weight's gradient dy^T x, rows reduced) at half the rate of A B
 // on an AVX2 machine once A^T was tall and C narrow: gpt's tied-embedding gradient (4096 x 2048
 // x 256) took 55-60 ms against 26 + 7.5 ms for the copy and the plain product
-// (docs/benchmarks.md, "Transposed-operand matmuls"). The buffer is per thread and shared by
-// every such kernel, so it costs the largest staging once per thread, not once per node; it
-// lives outside the arena.
+// (docs/benchmarks.md, "Transposed-operand matmuls"). The buffer is the thread's
+// (thread_staging), shared by every such kernel, so it costs the largest staging once per
+// thread, not once per node; it lives outside the arena.
 class StagedKernel final : public CpuKernel {
  public:
   struct Staged {
@@ -80,17 +80,15 @@ class StagedKernel final : public CpuKernel {
   StagedKernel(std::unique_ptr<OnednnKernel> k, std::vector<Staged> staged, std::size_t floats)
       : k_(std::move(k)), staged_(std::move(staged)), floats_(floats) {}
   void run() override {
-    static thread_local std::vector<float> buf;
-    if (buf.size() < floats_) buf.resize(floats_);
+    float* buf = thread_staging(floats_);
     for (Staged& s : staged_) {
-      s.mem.set_data_handle(buf.data() + s.offset);
+      s.mem.set_data_handle(buf + s.offset);
       if (s.bf16 && !s.product)
-        widen_bf16(static_cast<const std::uint16_t*>(s.bf16), buf.data() + s.offset, s.elems);
+        widen_bf16(static_cast<const std::uint16_t*>(s.bf16), buf + s.offset, s.elems);
     }
     k_->run();
     for (const Staged& s : staged_)
-      if (s.product)
-        narrow_to_bf16(buf.data() + s.offset, static_cast<std::uint16_t*>(s.bf16), s.elems);
+      if (s.product) narrow_to_bf16(buf + s.offset, static_cast<std::uint16_t*>(s.bf16), s.elems);
   }
   std::string describe() const override { return k_->describe(); }
 
@@ -189,7 +187,7 @@ std::unique_ptr<CpuKernel> OpDef<OpId::matmul>::cpu(const CpuNode& n) {
   // of `elems` floats binds it (and widens `bf16` into it, or narrows it into `bf16` after the
   // product).
   std::vector<StagedKernel::Staged> staged;
-  std::size_t staged_floats = 0;
+  std::size_t staging = 0;  // floats of the thread's staging buffer the kernel uses
   auto f32_buffer = [](TensorView v, bool dense) {
     v.dtype = DType::f32;
     if (dense) v.set_contiguous();
@@ -199,8 +197,8 @@ std::unique_ptr<CpuKernel> OpDef<OpId::matmul>::cpu(const CpuNode& n) {
   auto stage = [&](const TensorView& v, const dnnl::memory::desc& md, std::int64_t elems,
                    void* bf16 = nullptr, bool product = false) {
     dnnl::memory m = memory_of(md, v, eng);
-    staged.push_back({m, staged_floats, bf16, elems, product});
-    staged_floats += (static_cast<std::size_t>(elems) + 15) / 16 * 16;  // 64-byte aligned
+    staged.push_back({m, staging, bf16, elems, product});
+    staging += staged_floats(elems);
     return m;
   };
   std::optional<dnnl::matmul::primitive_desc> pd;
@@ -261,7 +259,7 @@ std::unique_ptr<CpuKernel> OpDef<OpId::matmul>::cpu(const CpuNode& n) {
                                           "onednn matmul (" + impl_name(*pd) + how + ")" + folded);
   k->scratch = std::move(scratch);
   if (staged.empty()) return k;
-  return std::make_unique<StagedKernel>(std::move(k), std::move(staged), staged_floats);
+  return std::make_unique<StagedKernel>(std::move(k), std::move(staged), staging);
 }
 
 }  // namespace stag
