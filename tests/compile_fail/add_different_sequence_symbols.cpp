@@ -2,7 +2,7 @@
 // Even when src and tgt are bound to the same length, the symbols differ by name.
 // expect: stag::add: shapes are not broadcastable \(numpy rules; symbols match by name\)
 // clang-format off
-// expect-first-gcc: error: invalid application of ...sizeof... to incomplete type ...stag::shape_error<stag::detail::message<[0-9]+>\{"stag::add: shapes are not broadcastable \(numpy rules. symbols match by name\): \[batch, tgt, 64\] and \[batch, src, 64\]"\}>...
+// expect-first-gcc: error: invalid application of 'sizeof' to incomplete type 'stag::shape_error<stag::detail::message<[0-9]+>\{"stag::add: shapes are not broadcastable \(numpy rules. symbols match by name\): \[batch, tgt, 64\] and \[batch, src, 64\]"\}>'
 // expect-first-clang: error: static_assert failed due to requirement '::stag::shape_check<false, stag::show::args<stag::show::shape<stag::show::name<'b', 'a', 't', 'c', 'h'>, stag::show::name<'t', 'g', 't'>, stag::show::n<64>>, stag::show::shape<stag::show::name<'b', 'a', 't', 'c', 'h'>, stag::show::name<'s', 'r', 'c'>, stag::show::n<64>>>>' "stag::add: shapes are not broadcastable \(numpy rules. symbols match by name\)"
 // expect-errors: 1
 // clang-format on

@@ -4,6 +4,10 @@
 # `// expect-clang:` one). `// expect-first:` (and -gcc / -clang) regexes must match the first
 # line of the output that says `error:`, the line a user reads; `// expect-errors: N` requires
 # exactly N such lines (one mistake, one error).
+# The compiler runs in the C locale, whatever the caller's (LANG unset, C, C.UTF-8 or another
+# language): its messages are then English with ASCII quotes. The output and the patterns are
+# also read with typographic quotes (U+2018, U+2019) turned into ASCII ones, so a pattern matches
+# either style: write quotes in patterns as '.
 file(STRINGS ${SOURCE} lines)
 set(expects "")
 set(firsts "")
@@ -25,6 +29,13 @@ foreach(line ${lines})
     list(APPEND expects "${CMAKE_MATCH_1}")
   endif()
 endforeach()
+# normalize_quotes(VAR): U+2018 and U+2019 (g++'s quotes in a UTF-8 locale) become '.
+macro(normalize_quotes var)
+  string(REPLACE "‘" "'" ${var} "${${var}}")
+  string(REPLACE "’" "'" ${var} "${${var}}")
+endmacro()
+normalize_quotes(expects)
+normalize_quotes(firsts)
 if(NOT expects AND NOT firsts)
   message(FATAL_ERROR "${SOURCE}: no // expect: lines")
 endif()
@@ -34,14 +45,17 @@ else()
   set(limits -fconstexpr-steps=2147483647)
 endif()
 set(flags -std=c++20 -fsyntax-only -I${INCLUDE} -I${BOOST_INCLUDE} ${limits})
-execute_process(COMMAND ${COMPILER} ${flags} ${SOURCE} RESULT_VARIABLE good_rc OUTPUT_VARIABLE good_out ERROR_VARIABLE good_out)
+# LC_ALL=C pins the compiler's messages (gettext ignores LANGUAGE in the C locale).
+set(run_compiler ${CMAKE_COMMAND} -E env LC_ALL=C LANG=C --unset=LANGUAGE ${COMPILER})
+execute_process(COMMAND ${run_compiler} ${flags} ${SOURCE} RESULT_VARIABLE good_rc OUTPUT_VARIABLE good_out ERROR_VARIABLE good_out)
 if(NOT good_rc EQUAL 0)
   message(FATAL_ERROR "the good variant of ${SOURCE} does not compile:\n${good_out}")
 endif()
-execute_process(COMMAND ${COMPILER} ${flags} -DSTAG_BAD ${SOURCE} RESULT_VARIABLE bad_rc OUTPUT_VARIABLE bad_out ERROR_VARIABLE bad_out)
+execute_process(COMMAND ${run_compiler} ${flags} -DSTAG_BAD ${SOURCE} RESULT_VARIABLE bad_rc OUTPUT_VARIABLE bad_out ERROR_VARIABLE bad_out)
 if(bad_rc EQUAL 0)
   message(FATAL_ERROR "the bad variant of ${SOURCE} compiled; it must not")
 endif()
+normalize_quotes(bad_out)
 foreach(re ${expects})
   if(NOT bad_out MATCHES "${re}")
     message(FATAL_ERROR "the bad variant of ${SOURCE} failed, but its output does not match\n  ${re}\noutput:\n${bad_out}")

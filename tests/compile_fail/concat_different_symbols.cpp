@@ -4,7 +4,7 @@
 // expect: stag::concat: the sizes along the axis do not add up to one dim
 // expect-gcc: Ss = \{[:a-z]*Shape<[:a-z]*Sym<[:a-z]*fixed_string<4>\{"seq"\}>\(\), 64>, [:a-z]*Shape<[:a-z]*Sym<[:a-z]*fixed_string<7>\{"kv_seq"\}>\(\), 64>\}
 // expect-gcc: required from here
-// expect-first-gcc: error: invalid application of ...sizeof... to incomplete type ...stag::shape_error<stag::detail::message<[0-9]+>\{"stag::concat: the sizes along the axis do not add up to one dim: they must all be numbers, or multiples of the same symbols \(seq \+ seq = 2\*seq. seq \+ 5 is not a dim\): \[seq, 64\] and \[kv_seq, 64\]"\}>...
+// expect-first-gcc: error: invalid application of 'sizeof' to incomplete type 'stag::shape_error<stag::detail::message<[0-9]+>\{"stag::concat: the sizes along the axis do not add up to one dim: they must all be numbers, or multiples of the same symbols \(seq \+ seq = 2\*seq. seq \+ 5 is not a dim\): \[seq, 64\] and \[kv_seq, 64\]"\}>'
 // expect-first-clang: error: static_assert failed due to requirement .::stag::shape_check<false, stag::show::args<stag::show::shape<stag::show::name<.s., .e., .q.>, stag::show::n<64>>, stag::show::shape<stag::show::name<.k., .v., ._., .s., .e., .q.>, stag::show::n<64>>>>. .stag::concat: the sizes along the axis do not add up to one dim: they must all be numbers, or multiples of the same symbols \(seq \+ seq = 2\*seq. seq \+ 5 is not a dim\).
 // expect-errors: 1
 // clang-format on

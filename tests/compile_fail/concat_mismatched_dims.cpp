@@ -4,7 +4,7 @@
 // expect: stag::concat: the inputs..? dims differ outside the concat axis
 // expect-gcc: Ss = \{[:a-z]*Shape<[:a-z]*Sym<[:a-z]*fixed_string<6>\{"batch"\}>\(\), 4, [:a-z]*Sym<[:a-z]*fixed_string<4>\{"seq"\}>\(\), 16>, [:a-z]*Shape<[:a-z]*Sym<[:a-z]*fixed_string<6>\{"batch"\}>\(\), 8, [:a-z]*Sym<[:a-z]*fixed_string<4>\{"seq"\}>\(\), 16>\}
 // expect-gcc: required from here
-// expect-first-gcc: error: invalid application of ...sizeof... to incomplete type ...stag::shape_error<stag::detail::message<[0-9]+>\{"stag::concat: the inputs.. dims differ outside the concat axis \(they must be equal\): \[batch, 4, seq, 16\] and \[batch, 8, seq, 16\]"\}>...
+// expect-first-gcc: error: invalid application of 'sizeof' to incomplete type 'stag::shape_error<stag::detail::message<[0-9]+>\{"stag::concat: the inputs.. dims differ outside the concat axis \(they must be equal\): \[batch, 4, seq, 16\] and \[batch, 8, seq, 16\]"\}>'
 // expect-first-clang: error: static_assert failed due to requirement .::stag::shape_check<false, stag::show::args<stag::show::shape<stag::show::name<.b., .a., .t., .c., .h.>, stag::show::n<4>, stag::show::name<.s., .e., .q.>, stag::show::n<16>>, stag::show::shape<stag::show::name<.b., .a., .t., .c., .h.>, stag::show::n<8>, stag::show::name<.s., .e., .q.>, stag::show::n<16>>>>. .stag::concat: the inputs. dims differ outside the concat axis \(they must be equal\).
 // expect-errors: 1
 // clang-format on

@@ -2,7 +2,7 @@
 // source's. Its key axis has the target length, the memory has the source length; the decoder
 // layer checks its masks first and names itself and the mask.
 // clang-format off
-// expect-first-gcc: error: invalid application of ...sizeof... to incomplete type ...stag::shape_error<stag::detail::message<[0-9]+>\{"stag::decoder_layer \(cross_keep\): the mask does not broadcast to \[batch, q_len, k_len\] of the inputs \(each dim equal or 1\): \[batch, 1, tgt_seq\] and \[batch, tgt_seq, src_seq\]"\}>...
+// expect-first-gcc: error: invalid application of 'sizeof' to incomplete type 'stag::shape_error<stag::detail::message<[0-9]+>\{"stag::decoder_layer \(cross_keep\): the mask does not broadcast to \[batch, q_len, k_len\] of the inputs \(each dim equal or 1\): \[batch, 1, tgt_seq\] and \[batch, tgt_seq, src_seq\]"\}>'
 // expect-first-clang: error: static_assert failed due to requirement '::stag::shape_check<false, stag::show::args<stag::show::shape<stag::dims::batch, stag::show::n<1>, stag::dims::tgt_seq>, stag::show::shape<stag::dims::batch, stag::dims::tgt_seq, stag::dims::src_seq>>>' "stag::decoder_layer \(cross_keep\): the mask does not broadcast to \[batch, q_len, k_len\] of the inputs \(each dim equal or 1\)"
 // expect-errors: 1
 // clang-format on

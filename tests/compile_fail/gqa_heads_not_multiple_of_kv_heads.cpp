@@ -2,7 +2,7 @@
 // of query heads). The layer says so itself, naming both counts, instead of reporting a
 // d_model that does not divide.
 // clang-format off
-// expect-first-gcc: error: invalid application of ...sizeof... to incomplete type ...stag::shape_error<stag::detail::message<[0-9]+>\{"stag::grouped_query_attention: the number of heads is not a multiple of the number of key/value heads \(heads, kv_heads\): \[6\] and \[4\]"\}>...
+// expect-first-gcc: error: invalid application of 'sizeof' to incomplete type 'stag::shape_error<stag::detail::message<[0-9]+>\{"stag::grouped_query_attention: the number of heads is not a multiple of the number of key/value heads \(heads, kv_heads\): \[6\] and \[4\]"\}>'
 // expect-first-clang: error: static_assert failed due to requirement '::stag::shape_check<false, stag::show::args<stag::show::shape<stag::show::n<6>>, stag::show::shape<stag::show::n<4>>>>' "stag::grouped_query_attention: the number of heads is not a multiple of the number of key/value heads \(heads, kv_heads\)"
 // expect-errors: 1
 // clang-format on

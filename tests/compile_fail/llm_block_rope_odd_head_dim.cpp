@@ -2,7 +2,7 @@
 // heads is 9; rope rotates pairs). The block checks this before it builds anything, so the
 // first error names llm_block and both dims.
 // clang-format off
-// expect-first-gcc: error: invalid application of ...sizeof... to incomplete type ...stag::shape_error<stag::detail::message<[0-9]+>\{"stag::llm_block: rope needs an even head dim, but d_model / heads is odd \(d_model, heads\): \[batch, seq, 36\] and \[4\]"\}>...
+// expect-first-gcc: error: invalid application of 'sizeof' to incomplete type 'stag::shape_error<stag::detail::message<[0-9]+>\{"stag::llm_block: rope needs an even head dim, but d_model / heads is odd \(d_model, heads\): \[batch, seq, 36\] and \[4\]"\}>'
 // expect-first-clang: error: static_assert failed due to requirement '::stag::shape_check<false, stag::show::args<stag::show::shape<stag::dims::batch, stag::dims::seq, stag::show::n<36>>, stag::show::shape<stag::show::n<4>>>>' "stag::llm_block: rope needs an even head dim, but d_model / heads is odd \(d_model, heads\)"
 // expect-errors: 1
 // clang-format on

@@ -1,7 +1,7 @@
 // Mistake: multiplying [batch, seq, 64] by [32, 64] (the weight needs a transpose).
 // expect: stag::matmul: inner dimensions differ
 // clang-format off
-// expect-first-gcc: error: invalid application of ...sizeof... to incomplete type ...stag::shape_error<stag::detail::message<[0-9]+>\{"stag::matmul: inner dimensions differ: A is \[\.\.\., M, K\] and B must be \[\.\.\., K, N\]: \[batch, seq, 64\] and \[32, 64\]"\}>...
+// expect-first-gcc: error: invalid application of 'sizeof' to incomplete type 'stag::shape_error<stag::detail::message<[0-9]+>\{"stag::matmul: inner dimensions differ: A is \[\.\.\., M, K\] and B must be \[\.\.\., K, N\]: \[batch, seq, 64\] and \[32, 64\]"\}>'
 // expect-first-clang: error: static_assert failed due to requirement '::stag::shape_check<false, stag::show::args<stag::show::shape<stag::show::name<'b', 'a', 't', 'c', 'h'>, stag::show::name<'s', 'e', 'q'>, stag::show::n<64>>, stag::show::shape<stag::show::n<32>, stag::show::n<64>>>>' "stag::matmul: inner dimensions differ: A is \[\.\.\., M, K\] and B must be \[\.\.\., K, N\]"
 // expect-errors: 1
 // clang-format on

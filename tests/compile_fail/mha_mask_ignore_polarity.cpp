@@ -2,7 +2,7 @@
 // such, then handed to attention, which keeps where the mask is true. The one named call
 // from_key_padding_mask converts it; an ignore mask where a keep mask is expected is refused.
 // clang-format off
-// expect-first-gcc: error: invalid application of ...sizeof... to incomplete type ...stag::shape_error<stag::detail::message<[0-9]+>\{"stag::multi_head_attention: this is an ignore mask \(true = masked out, as PyTorch key_padding_mask\). attention in stag takes keep masks \(true = attend\): flip it with ~ or make it with from_key_padding_mask\(pad\): \[batch, 1, seq\] and \[batch, seq, seq\]"\}>...
+// expect-first-gcc: error: invalid application of 'sizeof' to incomplete type 'stag::shape_error<stag::detail::message<[0-9]+>\{"stag::multi_head_attention: this is an ignore mask \(true = masked out, as PyTorch key_padding_mask\). attention in stag takes keep masks \(true = attend\): flip it with ~ or make it with from_key_padding_mask\(pad\): \[batch, 1, seq\] and \[batch, seq, seq\]"\}>'
 // expect-first-clang: error: static_assert failed due to requirement '::stag::shape_check<false, stag::show::args<stag::show::shape<stag::dims::batch, stag::show::n<1>, stag::dims::seq>, stag::show::shape<stag::dims::batch, stag::dims::seq, stag::dims::seq>>>' "stag::multi_head_attention: this is an ignore mask \(true = masked out, as PyTorch key_padding_mask\). attention in stag takes keep masks \(true = attend\): flip it with ~ or make it with from_key_padding_mask\(pad\)"
 // expect-errors: 1
 // clang-format on

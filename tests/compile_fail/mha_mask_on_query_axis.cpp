@@ -2,7 +2,7 @@
 // mask: it broadcasts to the scores, but masks whole query rows instead of padded keys. A key
 // axis of size 1 is refused; query_keep(keep) says so explicitly when rows are meant.
 // clang-format off
-// expect-first-gcc: error: invalid application of ...sizeof... to incomplete type ...stag::shape_error<stag::detail::message<[0-9]+>\{"stag::multi_head_attention: the last axis of the mask must cover the keys, but it is 1 \(a mask unsqueezed on the query axis\). use padding_keep\(keep\) for keys, query_keep\(keep\) if you mean to mask queries: \[batch, seq, 1\] and \[batch, seq, seq\]"\}>...
+// expect-first-gcc: error: invalid application of 'sizeof' to incomplete type 'stag::shape_error<stag::detail::message<[0-9]+>\{"stag::multi_head_attention: the last axis of the mask must cover the keys, but it is 1 \(a mask unsqueezed on the query axis\). use padding_keep\(keep\) for keys, query_keep\(keep\) if you mean to mask queries: \[batch, seq, 1\] and \[batch, seq, seq\]"\}>'
 // expect-first-clang: error: static_assert failed due to requirement '::stag::shape_check<false, stag::show::args<stag::show::shape<stag::dims::batch, stag::dims::seq, stag::show::n<1>>, stag::show::shape<stag::dims::batch, stag::dims::seq, stag::dims::seq>>>' "stag::multi_head_attention: the last axis of the mask must cover the keys, but it is 1 \(a mask unsqueezed on the query axis\). use padding_keep\(keep\) for keys, query_keep\(keep\) if you mean to mask queries"
 // expect-errors: 1
 // clang-format on

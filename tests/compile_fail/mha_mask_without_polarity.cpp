@@ -2,7 +2,7 @@
 // or "ignore" (PyTorch's key_padding_mask) is not written anywhere, so the layer asks for a
 // typed mask: padding_keep(keep), from_key_padding_mask(pad), causal_keep<seq>(g), or their &.
 // clang-format off
-// expect-first-gcc: error: invalid application of ...sizeof... to incomplete type ...stag::shape_error<stag::detail::message<[0-9]+>\{"stag::multi_head_attention: the mask does not say what true means: pass padding_keep\(keep\) \(true = attend\), from_key_padding_mask\(pad\) \(PyTorch key_padding_mask, true = ignore\), causal_keep<seq>\(g\) or their &: \[batch, 1, seq\]"\}>...
+// expect-first-gcc: error: invalid application of 'sizeof' to incomplete type 'stag::shape_error<stag::detail::message<[0-9]+>\{"stag::multi_head_attention: the mask does not say what true means: pass padding_keep\(keep\) \(true = attend\), from_key_padding_mask\(pad\) \(PyTorch key_padding_mask, true = ignore\), causal_keep<seq>\(g\) or their &: \[batch, 1, seq\]"\}>'
 // expect-first-clang: error: static_assert failed due to requirement '::stag::shape_check<false, stag::show::args<stag::show::shape<stag::dims::batch, stag::show::n<1>, stag::dims::seq>, void>>' "stag::multi_head_attention: the mask does not say what true means: pass padding_keep\(keep\) \(true = attend\), from_key_padding_mask\(pad\) \(PyTorch key_padding_mask, true = ignore\), causal_keep<seq>\(g\) or their &"
 // expect-errors: 1
 // clang-format on

@@ -2,7 +2,7 @@
 // [batch, seq, head_dim] of the same size. Two named dims are equal only by name; a plain int
 // matches a named dim of its size (the good variant adds a plain [batch, seq, 8]).
 // clang-format off
-// expect-first-gcc: error: invalid application of ...sizeof... to incomplete type ...stag::shape_error<stag::detail::message<[0-9]+>\{"stag::add: shapes are not broadcastable \(numpy rules. symbols match by name\): \[batch, seq, n_heads\] and \[batch, seq, d_head\]"\}>...
+// expect-first-gcc: error: invalid application of 'sizeof' to incomplete type 'stag::shape_error<stag::detail::message<[0-9]+>\{"stag::add: shapes are not broadcastable \(numpy rules. symbols match by name\): \[batch, seq, n_heads\] and \[batch, seq, d_head\]"\}>'
 // expect-first-clang: error: static_assert failed due to requirement '::stag::shape_check<false, stag::show::args<stag::show::shape<stag::dims::batch, stag::dims::seq, n_heads>, stag::show::shape<stag::dims::batch, stag::dims::seq, d_head>>>' "stag::add: shapes are not broadcastable \(numpy rules. symbols match by name\)"
 // expect-errors: 1
 // clang-format on

@@ -2,7 +2,7 @@
 // order ([16, 4]). A plain int may stand for a named dim of its size, in its place: 4 for
 // heads, 16 for head_dim, so [4, 16] is accepted and [16, 4] is not.
 // clang-format off
-// expect-first-gcc: error: invalid application of ...sizeof... to incomplete type ...stag::shape_error<stag::detail::message<[0-9]+>\{"stag::view: the split or merge does not follow the named dims in order: \[batch, seq, n_heads\*d_head\] and \[batch, seq, 16, 4\]. view to \[batch, seq, 4, 16\], then transpose<2, 3>"\}>...
+// expect-first-gcc: error: invalid application of 'sizeof' to incomplete type 'stag::shape_error<stag::detail::message<[0-9]+>\{"stag::view: the split or merge does not follow the named dims in order: \[batch, seq, n_heads\*d_head\] and \[batch, seq, 16, 4\]. view to \[batch, seq, 4, 16\], then transpose<2, 3>"\}>'
 // expect-first-clang: error: static_assert failed due to requirement '::stag::shape_check<false, stag::show::args<stag::show::shape<stag::dims::batch, stag::dims::seq, stag::show::prod<stag::show::named<4, 'n', '_', 'h', 'e', 'a', 'd', 's'>, stag::show::named<16, 'd', '_', 'h', 'e', 'a', 'd'>>>, stag::show::shape<stag::dims::batch, stag::dims::seq, stag::show::n<16>, stag::show::n<4>>, stag::show::hint<2, 2, 3>>>' "stag::view: the split or merge does not follow the named dims in order"
 // expect-errors: 1
 // clang-format on

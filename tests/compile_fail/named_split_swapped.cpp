@@ -2,7 +2,7 @@
 // plain ints (16, 4 where 4, 16 was meant) this runs and scrambles every head; the names refuse
 // it. Named static dims are declared with STAG_NAMED_DIM so that both compilers print them.
 // clang-format off
-// expect-first-gcc: error: invalid application of ...sizeof... to incomplete type ...stag::shape_error<stag::detail::message<[0-9]+>\{"stag::view: the split or merge does not follow the named dims in order: \[batch, seq, n_heads\*d_head\] and \[batch, seq, d_head, n_heads\]. view to \[batch, seq, n_heads, d_head\], then transpose<2, 3>"\}>...
+// expect-first-gcc: error: invalid application of 'sizeof' to incomplete type 'stag::shape_error<stag::detail::message<[0-9]+>\{"stag::view: the split or merge does not follow the named dims in order: \[batch, seq, n_heads\*d_head\] and \[batch, seq, d_head, n_heads\]. view to \[batch, seq, n_heads, d_head\], then transpose<2, 3>"\}>'
 // expect-first-clang: error: static_assert failed due to requirement '::stag::shape_check<false, stag::show::args<stag::show::shape<stag::dims::batch, stag::dims::seq, stag::show::prod<n_heads, d_head>>, stag::show::shape<stag::dims::batch, stag::dims::seq, d_head, n_heads>, stag::show::hint<2, 2, 3>>>' "stag::view: the split or merge does not follow the named dims in order"
 // expect-errors: 1
 // clang-format on

@@ -3,7 +3,7 @@
 // head_dim]). With plain ints both are [.., 8, .., 8] and the gate silently scales features;
 // with the library's named dims the broadcast refuses heads against head_dim.
 // clang-format off
-// expect-first-gcc: error: invalid application of ...sizeof... to incomplete type ...stag::shape_error<stag::detail::message<[0-9]+>\{"stag::mul: shapes are not broadcastable \(numpy rules. symbols match by name\): \[batch, head_dim, heads, seq\] and \[heads, 1, 1\]"\}>...
+// expect-first-gcc: error: invalid application of 'sizeof' to incomplete type 'stag::shape_error<stag::detail::message<[0-9]+>\{"stag::mul: shapes are not broadcastable \(numpy rules. symbols match by name\): \[batch, head_dim, heads, seq\] and \[heads, 1, 1\]"\}>'
 // expect-first-clang: error: static_assert failed due to requirement '::stag::shape_check<false, stag::show::args<stag::show::shape<stag::dims::batch, stag::dims::head_dim<8>, stag::dims::heads<8>, stag::dims::seq>, stag::show::shape<stag::dims::heads<8>, stag::show::n<1>, stag::show::n<1>>>>' "stag::mul: shapes are not broadcastable \(numpy rules. symbols match by name\)"
 // expect-errors: 1
 // clang-format on

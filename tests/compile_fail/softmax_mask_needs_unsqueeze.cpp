@@ -3,7 +3,7 @@
 // silently mask the wrong positions whenever batch == seq; stag wants [batch, 1, 1, seq].
 // expect: stag::softmax: the mask and the scores differ in rank. unsqueeze it explicitly
 // clang-format off
-// expect-first-gcc: error: invalid application of ...sizeof... to incomplete type ...stag::shape_error<stag::detail::message<[0-9]+>\{"stag::softmax: the mask and the scores differ in rank. unsqueeze it explicitly \(a \[B, S\] padding mask becomes \[B, 1, 1, S\] for \[B, H, S, S\] scores\): \[batch, 4, seq, seq\] and \[batch, seq\]"\}>...
+// expect-first-gcc: error: invalid application of 'sizeof' to incomplete type 'stag::shape_error<stag::detail::message<[0-9]+>\{"stag::softmax: the mask and the scores differ in rank. unsqueeze it explicitly \(a \[B, S\] padding mask becomes \[B, 1, 1, S\] for \[B, H, S, S\] scores\): \[batch, 4, seq, seq\] and \[batch, seq\]"\}>'
 // expect-first-clang: error: static_assert failed due to requirement '::stag::shape_check<false, stag::show::args<stag::show::shape<stag::show::name<'b', 'a', 't', 'c', 'h'>, stag::show::n<4>, stag::show::name<'s', 'e', 'q'>, stag::show::name<'s', 'e', 'q'>>, stag::show::shape<stag::show::name<'b', 'a', 't', 'c', 'h'>, stag::show::name<'s', 'e', 'q'>>>>' "stag::softmax: the mask and the scores differ in rank. unsqueeze it explicitly \(a \[B, S\] padding mask becomes \[B, 1, 1, S\] for \[B, H, S, S\] scores\)"
 // expect-errors: 1
 // clang-format on
