@@ -4,7 +4,8 @@
 # the UCI sentiment sentences, shows a progress line, reports validation and test accuracy next to
 # a bag-of-words baseline and saves the checkpoint under runs/classify/. Arguments go to
 # stag-train: ./run.sh lm, ./run.sh g2p, ./run.sh classify --data spam,
-# ./run.sh seq2seq --data your-pairs.tsv, ./run.sh --help.
+# ./run.sh seq2seq --data your-pairs.tsv, ./run.sh --help. It fails (status 3) when the trained
+# model does no better than chance (--fail-at-chance).
 set -euo pipefail
 STAG_ROOT=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tools/deps.sh
@@ -57,4 +58,7 @@ for a in "$@"; do
 done
 cd "$STAG_ROOT"
 # Run folders (checkpoint, metrics, config) go to runs/<task>/ (ignored by git).
-exec "$BUILD/apps/train/stag-train" "${args[@]}"
+# --fail-at-chance: the main job fails (status 3) when the model it trained does no better than
+# chance (classify: the majority class; lm: a unigram model), so a run that learnt nothing is
+# never reported as a success.
+exec "$BUILD/apps/train/stag-train" "${args[@]}" --fail-at-chance

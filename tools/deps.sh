@@ -10,10 +10,13 @@ set -euo pipefail
 #   libexpat1-dev       the picture tests read SVG back with an XML parser
 #   libopenmpi-dev, openmpi-bin
 #                       data-parallel training across processes (mpirun) and its mpi tests
+#   iproute2            the mpi tests across hosts: network namespaces joined by veth pairs
+#                       (tests/mpi/hosts.sh)
 STAG_DEBS=(cmake g++ make pkg-config libdnnl-dev ocl-icd-opencl-dev libtbb-dev libboost-dev catch2 graphviz
-           libgraphviz-dev libexpat1-dev libcli11-dev nlohmann-json3-dev libopenmpi-dev openmpi-bin)
-# Optional, not installed by default: clang's libFuzzer for tools/fuzz.sh (-DSTAG_FUZZ=ON). Install
-# them with `source tools/deps.sh; stag_install_debs "${STAG_FUZZ_DEBS[@]}"`.
+           libgraphviz-dev libexpat1-dev libcli11-dev nlohmann-json3-dev libopenmpi-dev openmpi-bin
+           iproute2)
+# Optional, not installed by run.sh or test.sh: clang's libFuzzer for tools/fuzz.sh
+# (-DSTAG_FUZZ=ON), which installs them when they are missing.
 STAG_FUZZ_DEBS=(clang libclang-rt-14-dev)
 
 stag_missing_debs() {

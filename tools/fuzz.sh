@@ -3,11 +3,14 @@
 # for N seconds, one at a time, starting from the committed corpus (new inputs go to
 # build-fuzz/fuzz-corpus/<target>/, crashes to build-fuzz/fuzz-findings/<target>/).
 #   tools/fuzz.sh [SECONDS_PER_TARGET (default 60)] [TARGET...]
-# Needs clang and libclang-rt-14-dev (tools/deps.sh names them as the optional fuzzing packages).
+# Installs what is missing first (tools/deps.sh: the build's packages, clang, libclang-rt-14-dev).
 # A finding: copy the crash file to tests/fuzz/reproducers/<target>/, fix the reader, and the
 # replay ctest (fuzz.replay.<target>) keeps it fixed.
 set -euo pipefail
 STAG_ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=tools/deps.sh
+source "$STAG_ROOT/tools/deps.sh"
+stag_install_debs "${STAG_FUZZ_DEBS[@]}"  # clang and its libFuzzer runtime, when missing
 seconds=${1:-60}
 shift || true
 build=${STAG_FUZZ_BUILD:-$STAG_ROOT/build-fuzz}

@@ -352,6 +352,8 @@ struct Classify {
     print_result("checkpoint", used);
     print_step_memory(trainer);
     export_weights(ctx, trainer);
+    require_above_chance(ctx, "test_accuracy", ts.accuracy, "the majority class's test accuracy",
+                         majority_accuracy(train.labels, test.labels), true, 0.02);
     return 0;
   }
 };

@@ -153,6 +153,21 @@ void print_step_memory(const Trainer& trainer) {
   }
 }
 
+void require_above_chance(const RunContext& ctx, const std::string& metric, double value,
+                          const std::string& baseline, double chance, bool higher_is_better,
+                          double margin) {
+  if (!ctx.opt.fail_at_chance) return;
+  const bool beats = higher_is_better ? value > chance + margin : value < chance - margin;
+  if (beats) return;
+  char text[320];
+  std::snprintf(text, sizeof text, "%s %.4g is not %s %s (%.4g) by more than %.3g", metric.c_str(),
+                value, higher_is_better ? "above" : "below", baseline.c_str(), chance, margin);
+  throw AtChance("stag-train: --fail-at-chance: " + std::string(text) +
+                 ": the model did no better than chance. Train longer (--epochs, --max-steps), "
+                 "on more data (--limit), or look at the learning curve in " +
+                 ctx.metrics);
+}
+
 void export_weights(const RunContext& ctx, const Trainer& trainer) {
   if (ctx.opt.export_bf16.empty()) return;
   trainer.save_weights(ctx.opt.export_bf16, DType::bf16);
@@ -200,6 +215,11 @@ void print_throughput(const Trainer& t, std::initializer_list<EvalStats> evals) 
   if (t.totals().seconds > 0) {
     print_result("train_seconds", t.totals().seconds);
     print_result("train_tokens_per_s", t.totals().tokens / t.totals().seconds);
+  }
+  // The losses of this process's first and last steps: a run that learnt ends lower.
+  if (std::isfinite(t.totals().first_loss)) {
+    print_result("train_loss_first", t.totals().first_loss);
+    print_result("train_loss_last", t.totals().last_loss);
   }
   double tokens = 0, seconds = 0;
   for (const EvalStats& e : evals) {

@@ -99,6 +99,16 @@ std::int64_t planned_steps(const RunOptions& o, std::size_t batches_per_epoch);
 
 // --export-bf16 PATH: the trainer's current weights as bf16 (a `export_bf16: PATH` line).
 void export_weights(const RunContext& ctx, const Trainer& trainer);
+
+// --fail-at-chance: thrown when the trained model does no better than a baseline that learns
+// nothing (main exits with status 3). `metric` beats `baseline` when it is above it by more
+// than `margin` (higher_is_better) or below it by more than `margin`.
+struct AtChance : Error {
+  using Error::Error;
+};
+void require_above_chance(const RunContext& ctx, const std::string& metric, double value,
+                          const std::string& baseline, double chance, bool higher_is_better,
+                          double margin = 0);
 // The training step's arena (train_arena_mib) and, under --memory-budget-mib, what it
 // recomputes to stay within it.
 void print_step_memory(const Trainer& trainer);

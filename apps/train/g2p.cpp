@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include <stag/models/data/pairs.hpp>
 #include <stag/models/data/split.hpp>
@@ -188,6 +189,10 @@ struct Seq2SeqTask {
                                                                         : ctx.checkpoint);
     print_step_memory(trainer);
     export_weights(ctx, trainer);
+    // An empty output has error rate 1: g2p's phoneme error rate, seq2seq's character one.
+    for (const char* rate : {"test_per", "test_cer"})
+      if (const std::optional<double> v = results.get(rate))
+        require_above_chance(ctx, rate, *v, "an empty output's", 1.0, false);
     return 0;
   }
 };

@@ -135,8 +135,9 @@ struct Lm {
                     ts = trainer.evaluate(full_test.batches);
     print_result("val_bpc", vs.bits_per_char(full_val.chars));
     print_result("test_bpc", ts.bits_per_char(full_test.chars));
-    print_result("unigram_bpc",
-                 eval::unigram_bits_per_char(split.train.documents, split.test.documents));
+    const double unigram_bpc =
+        eval::unigram_bits_per_char(split.train.documents, split.test.documents);
+    print_result("unigram_bpc", unigram_bpc);
     print_result("val_loss", vs.loss);
     print_result("val_token_perplexity", vs.perplexity());
     print_result("val_token_accuracy", vs.accuracy);
@@ -148,6 +149,8 @@ struct Lm {
                                                                         : ctx.checkpoint);
     print_step_memory(trainer);
     export_weights(ctx, trainer);
+    require_above_chance(ctx, "test_bpc", ts.bits_per_char(full_test.chars),
+                         "the unigram model's (unigram_bpc)", unigram_bpc, false);
     return 0;
   }
 };

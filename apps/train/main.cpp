@@ -124,7 +124,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s%s\n", std::strncmp(msg, "stag", 4) == 0 ? "" : "stag-train: ", msg);
     // A data set that is not installed (the loaders' hint names tools/data.sh): 77, which ctest
     // reports as skipped rather than failed.
-    const int code = std::strstr(msg, "tools/data.sh") != nullptr ? 77 : 1;
+    // --fail-at-chance: 3, so that a script tells "did not learn" from "did not run".
+    const int code = std::strstr(msg, "tools/data.sh") != nullptr                    ? 77
+                     : dynamic_cast<const stag::train_app::AtChance*>(&e) != nullptr ? 3
+                                                                                     : 1;
     // NOTE: one rank of several that fails must not wait in MPI_Finalize for the others (they
     // wait in a collective this rank left): end the process now, and mpirun stops the rest.
     if (dynamic_cast<const stag::CommError*>(&e) != nullptr || launched_as_ranks()) {

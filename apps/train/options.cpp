@@ -58,6 +58,7 @@ RunOptions defaults_for(Task task) {
   o.progress = "auto";
   o.force = false;
   o.allow_nonfinite = false;
+  o.fail_at_chance = false;
   o.out = std::string("runs/") + task_name(task);
   switch (task) {
     case Task::classify:
@@ -211,6 +212,11 @@ const char* help_for(const std::string& field) {
       {"export_bf16",
        "Also write the final weights (those reported) as bf16 to this safetensors file: half the "
        "size, no optimizer state; --eval-only --resume and --init-from read it"},
+      {"fail_at_chance",
+       "Exit with an error (status 3) when the trained model does no better than chance on the "
+       "test split: classify's accuracy within 2 points of the majority class's, lm's bits per "
+       "character not below the unigram model's, g2p's and seq2seq's error rates not below 1 "
+       "(an empty output's). ./run.sh sets it"},
   };
   const auto it = help.find(field);
   return it == help.end() ? "" : it->second;

@@ -74,7 +74,8 @@ struct OutputOptions {
       (std::string, export_data),  // classify: write the tokenised splits as JSON (for tools/)
       (std::string,
        dump_logits),  // classify: write 16 validation texts' logits as JSON (for tools/)
-      (std::string, export_bf16)  // also write the final weights as bf16 here (no optimizer state)
+      (std::string, export_bf16),  // also write the final weights as bf16 here (no optimizer state)
+      (bool, fail_at_chance)       // exit with an error when the model does no better than chance
   );
 };
 

