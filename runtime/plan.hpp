@@ -4,6 +4,7 @@
 // kernels, the reference kernel as fallback), and builds the dependency DAG that TBB runs.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -59,8 +60,11 @@ struct PlanOptions {
   bool poison_freed = false;  // debug: fill each buffer with NaN after its last use
   bool in_place = true;       // let elementwise nodes overwrite inputs that die with them
   bool profile = false;       // time every node (sequential schedule)
-  bool fuse = true;           // fold bias adds, scales and activations into matmuls
-  std::vector<int> keep;      // nodes whose values must survive the step (outputs, result)
+  // Record when each node starts and ends and which thread runs it (Plan::spans), on either
+  // schedule: what SessionOptions::trace writes as a timeline.
+  bool trace = false;
+  bool fuse = true;       // fold bias adds, scales and activations into matmuls
+  std::vector<int> keep;  // nodes whose values must survive the step (outputs, result)
   // Values handed to `sync` as they become final (f32 outputs, kept; usually the gradients).
   GradientSync* sync = nullptr;
   std::vector<int> synced;
@@ -94,6 +98,13 @@ struct NodePlan {
   std::string kernel_name;  // "reference", "onednn ...", "own ...", "view"
   std::vector<int> deps;    // compute nodes that must finish first (data and memory reuse)
   int folded_into = -1;     // a node folded into a matmul (kind alias): that matmul
+};
+
+// One node's run in a traced step (PlanOptions::trace): nanoseconds since the step began, and
+// the worker that ran it (the TBB arena's thread index; 0 on the sequential schedule).
+struct NodeSpan {
+  std::int64_t start_ns = -1, end_ns = -1;  // -1: not run in the last traced step
+  int lane = 0;
 };
 
 struct PlanBuffer {
@@ -146,6 +157,9 @@ class Plan {
   // Per-node seconds accumulated over profiled steps (PlanOptions::profile), by node index.
   std::vector<double> node_seconds;
   int profiled_steps = 0;
+  // The last traced step (PlanOptions::trace): a span per node index, and when the step began.
+  std::vector<NodeSpan> spans;
+  std::chrono::steady_clock::time_point traced_at;
 
   // Runs one step. Exceptions from kernels propagate (the plan stays usable).
   void execute(const PlanOptions& opts);
@@ -166,6 +180,9 @@ class Plan {
   struct Flow;
   std::unique_ptr<Flow> flow_;
   std::vector<std::vector<int>> poison_after_;  // per order index: buffers to poison after it
+  bool tracing_ = false;                        // this step records spans (PlanOptions::trace)
+  // Runs node n's kernel, recording its span when tracing (lane: the worker running it).
+  void run_node(int n, int lane);
   // PlanOptions::sync: the plan's step hooks, and by node the slots to wait for before it runs
   // and those that are final after it.
   std::unique_ptr<StepSync> sync_;

@@ -23,10 +23,16 @@ struct SessionOptions {
   bool tf32 = false;  // Device::cuda: f32 matmuls may use TF32 tensor cores
   int threads = 0;    // 0: every core the process may use
   Schedule schedule = Schedule::sequential;
-  bool poison_freed = false;           // debug: NaN-fill buffers after their last use
-  bool in_place = true;                // let elementwise nodes overwrite inputs that die with them
-  bool fuse = true;                    // fold bias adds, scales and activations into matmuls
-  bool profile = false;                // time every node (runs the sequential schedule)
+  bool poison_freed = false;  // debug: NaN-fill buffers after their last use
+  bool in_place = true;       // let elementwise nodes overwrite inputs that die with them
+  bool fuse = true;           // fold bias adds, scales and activations into matmuls
+  bool profile = false;       // time every node (runs the sequential schedule)
+  // A Chrome trace-event JSON file (open it in Perfetto or chrome://tracing): the first
+  // `trace_steps` runs as a timeline, one lane per worker thread, every node with its op,
+  // shape, bytes, estimated GFLOP/s and kernel (runtime/trace.hpp). Rewritten after each
+  // traced run, so it is complete whenever the program stops. Empty: no trace.
+  std::string trace = {};
+  int trace_steps = 20;
   std::uint64_t seed = 0;              // parameter initialisation and dropout
   std::vector<std::string> keep = {};  // intermediate nodes to keep readable after a run
   bool keep_all = false;               // debug: keep every node readable (no memory reuse)
@@ -62,6 +68,8 @@ struct StepOptions {
   std::int64_t row_offset = 0;
   std::int64_t rows = 0;
 };
+
+class TraceRecorder;
 
 class Session {
  public:
@@ -130,6 +138,7 @@ class Session {
   NamedArrays dev_params_;  // device copies of params_ (Array::wrap), by name
   mutable std::uint64_t pulled_epoch_ = 0;
   PlanOptions plan_opts_;
+  std::unique_ptr<TraceRecorder> trace_;  // SessionOptions::trace
   CpuContext ctx_;
   RunState state_;
   NamedArrays params_;

@@ -53,7 +53,29 @@ Plan::~Plan() {
   device_state_.reset();  // the arena is the session's
 }
 
+void Plan::run_node(int n, int lane) {
+  if (!tracing_) {
+    nodes[idx(n)].kernel->run();
+    return;
+  }
+  NodeSpan& s = spans[idx(n)];
+  s.lane = lane;
+  s.start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::steady_clock::now() - traced_at)
+                   .count();
+  nodes[idx(n)].kernel->run();
+  if (device_ != nullptr) device_->synchronize();  // NOTE: so that the span is the kernel's
+  s.end_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                                  traced_at)
+                 .count();
+}
+
 void Plan::execute(const PlanOptions& opts) {
+  tracing_ = opts.trace;
+  if (tracing_) {
+    spans.assign(nodes.size(), NodeSpan{});
+    traced_at = std::chrono::steady_clock::now();
+  }
   if (device_ != nullptr) {  // the kernels enqueue on the device's stream, in order
     if (opts.profile) {
       node_seconds.resize(nodes.size(), 0.0);
@@ -61,7 +83,7 @@ void Plan::execute(const PlanOptions& opts) {
     }
     for (int n : order) {
       const auto t0 = std::chrono::steady_clock::now();
-      nodes[idx(n)].kernel->run();
+      run_node(n, 0);
       if (opts.profile) {  // NOTE: waits after each node, so the times are per kernel
         device_->synchronize();
         node_seconds[idx(n)] +=
@@ -102,11 +124,11 @@ void Plan::execute(const PlanOptions& opts) {
       for (int slot : sync_wait_[n]) sync_->wait(slot);
     if (opts.profile) {
       const auto t0 = std::chrono::steady_clock::now();
-      nodes[static_cast<std::size_t>(order[i])].kernel->run();
+      run_node(order[i], 0);
       node_seconds[static_cast<std::size_t>(order[i])] +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     } else {
-      nodes[static_cast<std::size_t>(order[i])].kernel->run();
+      run_node(order[i], 0);
     }
     if (sync_)
       for (int slot : sync_ready_[n]) sync_->ready(slot);
@@ -141,7 +163,7 @@ void Plan::build_flow(int threads) {
 #endif
             if (raw->sync_)
               for (int slot : raw->sync_wait_[static_cast<std::size_t>(n)]) raw->sync_->wait(slot);
-            raw->nodes[static_cast<std::size_t>(n)].kernel->run();
+            raw->run_node(n, tbb::this_task_arena::current_thread_index());
             if (raw->sync_)
               for (int slot : raw->sync_ready_[static_cast<std::size_t>(n)])
                 raw->sync_->ready(slot);
