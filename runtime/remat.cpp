@@ -9,6 +9,7 @@
 
 #include <stag/runtime/cpu/kernel_tables.hpp>
 #include <stag/runtime/remat.hpp>
+#include <stag/runtime/trace.hpp>
 
 namespace stag {
 
@@ -27,38 +28,6 @@ std::string mib(std::int64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / 1048576.0);
   return buf;
-}
-
-// Estimated floating-point operations of computing node n once (from the plan's concrete
-// dims): multiply-adds for a matmul, a few per element for transcendental and normalising ops,
-// one per element otherwise. Only the order of candidates depends on it.
-std::int64_t node_flops(const GraphView& g, const Plan& p, int n) {
-  const Node& nd = g.node(n);
-  const TensorView& out = p.nodes[idx(n)].view;
-  const std::int64_t elems = out.numel();
-  switch (op_id(nd.op)) {
-    case OpId::matmul: {
-      const TensorView& a = p.nodes[idx(nd.in[0])].view;
-      return 2 * elems * (a.rank > 0 ? a.dims[a.rank - 1] : 1);
-    }
-    case OpId::exp:
-    case OpId::log:
-    case OpId::gelu:
-    case OpId::gelu_tanh:
-    case OpId::silu:
-    case OpId::sigmoid:
-    case OpId::tanh:
-    case OpId::elu:
-      return 8 * elems;
-    case OpId::softmax:
-    case OpId::log_softmax:
-    case OpId::layer_norm:
-    case OpId::rms_norm:
-    case OpId::rope:
-      return 10 * elems;
-    default:
-      return elems;
-  }
 }
 
 // The live bytes of a memory plan at each position of the execution order.
@@ -210,9 +179,8 @@ std::unique_ptr<Plan> build_plan_within(const GraphView& g, const Bindings& b,
   for (int n = 0; n < N; ++n) {
     const Node& nd = g.node(n);
     const NodePlan& np = natural->nodes[idx(n)];
-    const OpId op = op_id(nd.op);
     if (!is_forward(nd) || (nd.flags & (kFlagInput | kFlagParam | kFlagState)) || kept[idx(n)] ||
-        op == OpId::attention || kWrites[nd.op.value] != 0 || kResultIs[nd.op.value] >= 0)
+        kWrites[nd.op.value] != 0 || kResultIs[nd.op.value] >= 0)
       continue;
     if (np.kind == NodePlan::Kind::compute && !fold_target[idx(n)]) {
       unit[idx(n)] = {n};
@@ -282,7 +250,7 @@ std::unique_ptr<Plan> build_plan_within(const GraphView& g, const Bindings& b,
         for (int v : unit[idx(u)]) {
           seen[idx(v)] = 1;
           pk.group.push_back(v);
-          flops += node_flops(g, *cur, v);
+          flops += estimated_flops(g, *cur, v);
         }
         for (int v : unit[idx(u)]) {
           const Node& vn = g.node(v);
@@ -382,9 +350,9 @@ std::unique_ptr<Plan> build_plan_within(const GraphView& g, const Bindings& b,
   // The extra work: every clone, less the originals that no forward reader needs any more.
   for (int n = 0; n < plan->graph.size(); ++n) {
     const bool now = plan->nodes[idx(n)].kind == NodePlan::Kind::compute;
-    if (n >= N && now) rc.extra_flops += node_flops(plan->graph, *plan, n);
+    if (n >= N && now) rc.extra_flops += estimated_flops(plan->graph, *plan, n);
     if (n < N && !now && natural->nodes[idx(n)].kind == NodePlan::Kind::compute)
-      rc.extra_flops -= node_flops(g, *natural, n);
+      rc.extra_flops -= estimated_flops(g, *natural, n);
   }
   rc.peak = plan->memory.peak;
   plan->recompute = rc;

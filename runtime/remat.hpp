@@ -24,11 +24,12 @@ std::unique_ptr<RewrittenGraph> rewrite_for_recompute(const GraphView& g,
 // build_plan, with the arena kept at or under `budget` bytes by recomputation. Candidates are
 // forward values that the backward pass reads, taken cheapest recompute per byte saved first
 // (estimated FLOPs over bytes) among those alive at the plan's peak, until the memory plan
-// fits. A value folded into a matmul is recomputed with the matmul. The fused attention (its
-// backward reads statistics saved by its forward kernel), values kept as outputs and nodes
-// with side effects are never recomputed. The values are bitwise those of the plan without a
-// budget: a clone runs the kernel its original ran, and folding is limited to what the original
-// plan folded. A budget no choice meets is a stag::Error naming the smallest arena found.
+// fits. A value folded into a matmul is recomputed with the matmul. The fused attention may be
+// recomputed like any value: its clone saves its own row statistics (log-sum-exp) under its own
+// node, and the backward nodes then read the clone and so find them. Values kept as outputs
+// and nodes with side effects are never recomputed. The values are bitwise those of the plan
+// without a budget: a clone runs the kernel its original ran, and folding is limited to what the
+// original plan folded. A budget no choice meets is a stag::Error naming the smallest arena found.
 std::unique_ptr<Plan> build_plan_within(const GraphView& g, const Bindings& b,
                                         const NamedArrays& external, CpuContext& ctx,
                                         const RunState& state, const PlanOptions& opts,

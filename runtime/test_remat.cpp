@@ -206,3 +206,58 @@ TEST_CASE("a budget that cannot be met names the smallest arena, and that one is
   ok.run({.training = true, .step = 1});
   CHECK(ok.plan().arena_bytes() <= smallest);
 }
+
+TEST_CASE("the fused attention is recomputed under a tight budget, with bitwise the same values",
+          "[remat]") {
+  const NamedArrays in = batch_inputs(8, 48, 17, true);
+  // The smallest arena the search finds, which recomputes the output of an attention too.
+  std::int64_t smallest = 0;
+  try {
+    Session probe(lm_step, {.threads = 2, .seed = 3, .memory_budget = 4096});
+    probe.set_inputs(in);
+    probe.run({.training = true, .step = 1});
+  } catch (const Error& e) {
+    const std::string what = e.what(), key = "give a budget of at least ";
+    const std::size_t at = what.find(key);
+    REQUIRE(at != std::string::npos);
+    smallest = std::stoll(what.substr(at + key.size()));
+  }
+  REQUIRE(smallest > 0);
+  for (Schedule sched : {Schedule::sequential, Schedule::parallel}) {
+    INFO((sched == Schedule::parallel ? "parallel" : "sequential"));
+    Session plain(lm_step, {.threads = 2, .schedule = sched, .seed = 3});
+    Session tight(lm_step, {.threads = 2,
+                            .schedule = sched,
+                            .poison_freed = sched == Schedule::sequential,
+                            .seed = 3,
+                            .memory_budget = smallest});
+    for (int step = 1; step <= 2; ++step) {
+      NamedArrays si = in;
+      si["step"] = Array::from<float>({}, {static_cast<float>(step)});
+      for (Session* s : {&plain, &tight}) {
+        s->set_inputs(si);
+        s->run({.training = true, .step = static_cast<std::uint64_t>(step)});
+      }
+      const Plan& p = tight.plan();
+      INFO(p.recompute.describe(p.graph));
+      REQUIRE(p.arena_bytes() <= smallest);
+      int attention = 0;
+      for (int n : p.recompute.nodes) attention += p.graph.node(n).op == op::attention;
+      CHECK(attention >= 1);
+      // The backward kernels found the clones' saved row statistics (they did not compute
+      // them again), and every value is bitwise the plain step's.
+      const std::string kernels = tight.describe_kernels();
+      CHECK(kernels.find("recompute/") != std::string::npos);
+      CHECK(kernels.find("row statistics recomputed") == std::string::npos);
+      CHECK(tight.result() == plain.result());
+      for (const OutputEntry& o : GraphView(lm_step).outputs) {
+        INFO(o.name);
+        CHECK(same_bytes(tight.get(o.node), plain.get(o.node)));
+      }
+    }
+    for (const auto& [name, value] : plain.params()) {
+      INFO(name);
+      CHECK(same_bytes(tight.params().at(name), value));
+    }
+  }
+}

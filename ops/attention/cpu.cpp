@@ -289,7 +289,10 @@ class AttentionBackwardKernel final : public OwnKernel, ModState {
     after(g_, node_, p_);
   }
   std::string describe() const override {
-    return p_.mods ? describe_of("attention backward", p_, fraction(p_)) : OwnKernel::describe();
+    // Without the forward's saved log-sum-exp (its kernel is not in this plan) the statistics
+    // are computed again from q and k: one more pass over the tiles.
+    return (p_.mods ? describe_of("attention backward", p_, fraction(p_)) : OwnKernel::describe()) +
+           (lse_ ? "" : " (row statistics recomputed)");
   }
 
  private:
