@@ -1,6 +1,6 @@
 # Runs one program test and judges it by its exit status AND its output (ctest's
 # PASS_REGULAR_EXPRESSION alone ignores the exit status: a run that printed its metrics and then
-# crashed would pass). Used through stag_add_checked_test() (tests/checked_test.cmake):
+# failed, with status 1, would pass). Used through stag_add_checked_test() (tests/checked_test.cmake):
 #   cmake -DEXIT=<0|error|N> [-DMATCH=re;re...] [-DNO_MATCH=re;re...] [-DVALUES=check;...]
 #         [-DNEEDS=file]
 #         -P checked_run.cmake -- COMMAND [ARG...]

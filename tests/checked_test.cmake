@@ -1,6 +1,7 @@
 # stag_add_checked_test(): a ctest of a program that is judged by its exit status and its output
 # together (tests/checked_run.cmake runs it). Use it instead of PASS_REGULAR_EXPRESSION, which
-# makes ctest ignore the exit status, and instead of WILL_FAIL, which passes on a crash.
+# makes ctest ignore the exit status, and instead of WILL_FAIL, which passes on any failure
+# whatever it says.
 #   stag_add_checked_test(NAME name
 #     [EXIT 0|error|N]          the status wanted (default 0; error: a failure on purpose)
 #     [MATCH regex...]          each must match stdout + stderr
