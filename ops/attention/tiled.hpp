@@ -219,11 +219,15 @@ inline float exp_row(std::conditional_t<Store, float*, const float*> __restrict 
 // every FMA that reads them (4 rows: 4 loads of each B vector instead of 1), which left the
 // kernels load-bound on an AVX2 machine: 12 loads per 8 FMAs; clang kept them in registers
 // and ran the backward pass 25 % faster. An empty asm that may change the value forces one load.
+// NOTE: without AVX (a build without -march=native, STAG_NATIVE=OFF) an 8-float vreg fills two
+// SSE registers and no single register can hold it: no pin then (it failed to compile).
 inline void pin(vreg& x) {
 #if defined(__x86_64__) && defined(__AVX512F__)
   asm("" : "+v"(x));
-#elif defined(__x86_64__)
+#elif defined(__x86_64__) && defined(__AVX__)
   asm("" : "+x"(x));
+#else
+  (void)x;
 #endif
 }
 
