@@ -8,7 +8,7 @@ set -euo pipefail
 STAG_ROOT=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tools/deps.sh
 source "$STAG_ROOT/tools/deps.sh"
-stag_install_debs
+stag_install_debs "${STAG_TEST_DEBS[@]}"
 
 # The real-data tests (the loaders, stag-train's short runs on the sentiment sentences, CMUdict
 # and the fortunes) need the data sets (tools/data.sh: npm and Debian packages, none committed).
