@@ -18,8 +18,8 @@ STAG_DEBS=(cmake g++ make pkg-config libdnnl-dev ocl-icd-opencl-dev libtbb-dev l
 # The tests only (test.sh installs them, run.sh does not): clang runs the compile-fail suite a
 # second time, since its expected messages differ from g++'s (tests/CMakeLists.txt).
 STAG_TEST_DEBS=(clang)
-# Optional, not installed by run.sh or test.sh: clang's libFuzzer for tools/fuzz.sh
-# (-DSTAG_FUZZ=ON), which installs them when they are missing.
+# Optional, not installed by run.sh or test.sh (test.sh installs clang only): clang's libFuzzer
+# for tools/fuzz.sh (-DSTAG_FUZZ=ON), which installs them when they are missing.
 STAG_FUZZ_DEBS=(clang libclang-rt-14-dev)
 
 stag_missing_debs() {
