@@ -21,6 +21,7 @@ enum class ShapeErr : std::uint8_t {
   order,            // view: an axis would move past another (transpose first)
   regroup,          // view: several axes become several others (neither a split nor a merge)
   dim_names,        // view: a split or merge does not follow the named factors in order
+  factor_order,     // view: a split or merge reorders a product's symbolic factors
   not_one,          // squeeze: the dim is not 1
   odd_dim,          // a dim that must be even is odd (rope's head dim)
   expand,           // expand: a dim is neither equal nor 1
@@ -65,6 +66,8 @@ constexpr std::string_view shape_err_text(ShapeErr e) {
       return "axes regrouped (neither a split nor a merge)";
     case ShapeErr::dim_names:
       return "named factors out of order";
+    case ShapeErr::factor_order:
+      return "symbolic factors out of order";
     case ShapeErr::not_one:
       return "dim is not 1";
     case ShapeErr::odd_dim:
@@ -237,14 +240,43 @@ constexpr bool factors_match(const Factors& a, const Factors& b) {
   }
   return true;
 }
+
+// The symbolic and named factors of a run of dims, in layout order (outermost first).
+struct FactorSeq {
+  SymId id[kMaxRank * (kMaxDimSyms + kMaxDimNames)] = {};
+  int n = 0;
+  constexpr void add(const DimV& d) {
+    d.for_each_factor([&](bool is_name, int k) {
+      if (!is_name || d.name_val[k] != 1) id[n++] = is_name ? d.name[k] : d.sym[k];
+    });
+  }
+  constexpr bool has(SymId x) const {
+    for (int i = 0; i < n; ++i)
+      if (id[i] == x) return true;
+    return false;
+  }
+};
+
+// The factors that both sides name come in the same order: `batch * seq` splits into
+// [batch, seq], never [seq, batch]. (A name on one side only is an anonymous size on the
+// other, which factors_match checks.)
+constexpr bool factor_order_matches(const FactorSeq& a, const FactorSeq& b) {
+  int i = 0, j = 0;
+  for (;;) {
+    while (i < a.n && !b.has(a.id[i])) ++i;
+    while (j < b.n && !a.has(b.id[j])) ++j;
+    if (i == a.n || j == b.n) return i == a.n && j == b.n;
+    if (a.id[i++] != b.id[j++]) return false;
+  }
+}
 }  // namespace detail
 
 // view/reshape: the element counts must be equal as monomials (static factors and the multiset
 // of symbols), and the view must be a sequence of splits (one axis into adjacent axes) and
 // merges (adjacent axes into one), in order. Axes of size 1 may be added or dropped anywhere.
 // A view never moves an axis past another ([B, H, S, Dh] -> [B, S, H*Dh] needs transpose<1, 2>
-// first), and a split or merge of named dims follows their factors in order (heads * head_dim
-// does not split into [head_dim, heads]).
+// first), and a split or merge follows a product's factors in order: heads * head_dim does not
+// split into [head_dim, heads], nor batch * seq into [seq, batch].
 constexpr ShapeResult reshape(const ShapeV& a, const ShapeV& target, DType t = DType::f32) {
   const Monomial ma = a.numel(), mb = target.numel();
   bool same_syms = ma.nsym == mb.nsym;
@@ -277,6 +309,10 @@ constexpr ShapeResult reshape(const ShapeV& a, const ShapeV& target, DType t = D
     for (int k = i0; k < i; ++k) fa.add(a.dims[k]);
     for (int k = j0; k < j; ++k) fb.add(target.dims[k]);
     if (!detail::factors_match(fa, fb)) return shape_fail(ShapeErr::dim_names);
+    detail::FactorSeq sa, sb;
+    for (int k = i0; k < i; ++k) sa.add(a.dims[k]);
+    for (int k = j0; k < j; ++k) sb.add(target.dims[k]);
+    if (!detail::factor_order_matches(sa, sb)) return shape_fail(ShapeErr::factor_order);
   }
   return shape_ok(target, t);
 }
@@ -363,7 +399,7 @@ constexpr ShapeResult concat(const ShapeV* parts, int n, int axis, DType t = DTy
     for (int k = 0; same_syms && k < d.nsym; ++k) same_syms = acc.sym[k] == d.sym[k];
     if (!same_syms) return shape_fail(ShapeErr::concat_symbolic);
     acc.coef += d.coef;
-    acc.nname = 0;  // the sum of two named dims is a plain one
+    acc.nname = acc.names_at = 0;  // the sum of two named dims is a plain one
   }
   return shape_ok(out, t);
 }

@@ -1,11 +1,12 @@
-// Dimensions and shapes as values: DimV (coef * product of symbols, with named static factors
-// such as heads * head_dim kept in order) and ShapeV.
+// Dimensions and shapes as values: DimV (coef * an ordered product of symbols and named static
+// factors such as batch * seq or heads * head_dim) and ShapeV.
 // Every shape rule in ops/ is a constexpr function over these, evaluated at compile time for
 // typed handles (graph/shape.hpp) and again by the builder and the autodiff pass.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <string_view>
 
 #include <stag/graph/fixed_string.hpp>
@@ -18,35 +19,59 @@ inline constexpr int kMaxDimNames = 3;
 
 using SymId = std::uint32_t;
 
-// One dimension: coef * sym[0] * ... * sym[nsym-1]; symbols kept sorted by id so that equal
-// products compare equal. A static dim has nsym == 0. A static factor may carry names
-// (`heads * head_dim`): name[] lists them in order (outermost first) with their values, and
-// coef always holds the whole static factor, so code that only needs sizes ignores names.
+// One dimension: coef * the product of its factors. A static dim has nsym == 0. Its symbolic
+// factors (sym[]) and named static factors (name[], with their values; `heads * head_dim`) are
+// kept in the order they were written, outermost first: names_at has bit k set when the k-th
+// factor is a name. Order matters: `batch * seq` (row b*S + s) and `seq * batch` are different
+// layouts. coef always holds the whole static factor, so code that only needs sizes ignores
+// names.
 struct DimV {
   std::int64_t coef = 1;
   SymId sym[kMaxDimSyms] = {};
   std::uint8_t nsym = 0;
   std::uint8_t nname = 0;
+  std::uint8_t names_at = 0;
   SymId name[kMaxDimNames] = {};
   std::int64_t name_val[kMaxDimNames] = {};
 
   constexpr bool is_static() const { return nsym == 0; }
   constexpr bool is_named() const { return nname > 0; }
+  constexpr int nfactors() const { return nsym + nname; }
   // The part of the static factor that carries no name (coef / the named values).
   constexpr std::int64_t plain_coef() const {
     std::int64_t c = coef;
     for (int i = 0; i < nname; ++i) c = name_val[i] != 0 ? c / name_val[i] : c;
     return c;
   }
-  // Equal sizes and symbols, and names that agree: a dim without names is anonymous and matches
-  // a named dim of the same size (`64` and `d_model` = 64); two named dims match only when
-  // their names are the same, in the same order (`heads` and `head_dim` never match).
+  // Appends a factor (the caller keeps coef: push_name does not multiply it).
+  constexpr void push_sym(SymId id) { sym[nsym++] = id; }
+  constexpr void push_name(SymId id, std::int64_t value) {
+    names_at = static_cast<std::uint8_t>(names_at | (1u << nfactors()));
+    name[nname] = id;
+    name_val[nname++] = value;
+  }
+  constexpr bool factor_is_name(int k) const { return ((names_at >> k) & 1u) != 0; }
+  // f(is_name, index into name[] or sym[]) for each factor, in order.
+  template <class F>
+  constexpr void for_each_factor(F&& f) const {
+    int s = 0, n = 0;
+    for (int k = 0; k < nfactors(); ++k) {
+      if (factor_is_name(k))
+        f(true, n++);
+      else
+        f(false, s++);
+    }
+  }
+  // Equal sizes and symbols in the same order, and names that agree: a dim without names is
+  // anonymous and matches a named dim of the same size (`64` and `d_model` = 64); two named
+  // dims match only when their names are the same, in the same places (`heads` and `head_dim`
+  // never match).
   friend constexpr bool operator==(const DimV& a, const DimV& b) {
     if (a.coef != b.coef || a.nsym != b.nsym) return false;
     for (int i = 0; i < a.nsym; ++i)
       if (a.sym[i] != b.sym[i]) return false;
     if (a.nname == 0 || b.nname == 0) return true;
-    if (a.nname != b.nname) return false;
+    if (a.nname != b.nname || a.names_at != b.names_at) return false;
     for (int i = 0; i < a.nname; ++i)
       if (a.name[i] != b.name[i]) return false;
     return true;
@@ -72,15 +97,12 @@ constexpr DimV static_dim(std::int64_t n) {
 constexpr DimV named_dim(SymId id, std::int64_t n) {
   DimV d;
   d.coef = n;
-  d.nname = 1;
-  d.name[0] = id;
-  d.name_val[0] = n;
+  d.push_name(id, n);
   return d;
 }
 constexpr DimV symbol_dim(SymId id) {
   DimV d;
-  d.sym[0] = id;
-  d.nsym = 1;
+  d.push_sym(id);
   return d;
 }
 
@@ -111,27 +133,20 @@ struct Monomial {
   }
 };
 
-// Multiplies two dims (names: a's, then b's; dropped when there would be more than
-// kMaxDimNames). Returns false when the product has more than kMaxDimSyms symbols.
+// Multiplies two dims: a's factors, then b's, in order (names are dropped when there would be
+// more than kMaxDimNames). Returns false when the product has more than kMaxDimSyms symbols.
 constexpr bool dim_mul(const DimV& a, const DimV& b, DimV& out) {
-  Monomial m;
-  m.mul(a);
-  m.mul(b);
-  if (m.nsym > kMaxDimSyms) return false;
+  if (a.nsym + b.nsym > kMaxDimSyms) return false;
+  const bool keep_names = a.nname + b.nname <= kMaxDimNames;
   DimV r{};
-  r.coef = m.coef;
-  r.nsym = static_cast<std::uint8_t>(m.nsym);
-  for (int i = 0; i < m.nsym; ++i) r.sym[i] = m.sym[i];
-  if (a.nname + b.nname <= kMaxDimNames) {
-    for (int i = 0; i < a.nname; ++i) {
-      r.name[r.nname] = a.name[i];
-      r.name_val[r.nname++] = a.name_val[i];
-    }
-    for (int i = 0; i < b.nname; ++i) {
-      r.name[r.nname] = b.name[i];
-      r.name_val[r.nname++] = b.name_val[i];
-    }
-  }
+  r.coef = a.coef * b.coef;
+  for (const DimV* d : {&a, &b})
+    d->for_each_factor([&](bool is_name, int i) {
+      if (!is_name)
+        r.push_sym(d->sym[i]);
+      else if (keep_names)
+        r.push_name(d->name[i], d->name_val[i]);
+    });
   out = r;
   return true;
 }

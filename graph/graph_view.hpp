@@ -63,14 +63,10 @@ struct GraphView {
     std::string t;
     const std::int64_t plain = d.plain_coef();
     if (plain != 1 || (d.nsym == 0 && d.nname == 0)) t = std::to_string(plain);
-    for (int k = 0; k < d.nname; ++k) {
+    d.for_each_factor([&](bool is_name, int k) {
       if (!t.empty()) t += '*';
-      t += dim_name(d.name[k]);
-    }
-    for (int k = 0; k < d.nsym; ++k) {
-      if (!t.empty()) t += '*';
-      t += sym_name(d.sym[k]);
-    }
+      t += is_name ? dim_name(d.name[k]) : sym_name(d.sym[k]);
+    });
     return t;
   }
 

@@ -57,9 +57,9 @@ inline constexpr Named<Name, Value> dim{};
   } id_ {                                                     \
   }
 
-// Product of symbols and named static dims with a plain static coefficient, canonical: named
-// dims in order, then symbols sorted by id; never a lone symbol or named dim (coefficient 1)
-// nor a bare number.
+// Product of symbols and named static dims with a plain static coefficient, canonical: the
+// factors in the order they were written (`batch * seq` and `seq * batch` are different
+// layouts); never a lone symbol or named dim (coefficient 1) nor a bare number.
 template <std::int64_t Coef, auto... Atoms>
 struct Prod {};
 
@@ -175,6 +175,16 @@ consteval auto find_sym(SymList<S0, Ss...>) {
     return find_sym<Id>(SymList<Ss...>{});
 }
 
+// The id of a dim's k-th factor (a symbol's or a name's).
+consteval SymId factor_id(const DimV& d, std::size_t k) {
+  SymId id = 0;
+  std::size_t at = 0;
+  d.for_each_factor([&](bool is_name, int i) {
+    if (at++ == k) id = is_name ? d.name[i] : d.sym[i];
+  });
+  return id;
+}
+
 template <DimV D, class L>
 consteval auto dim_from_value() {
   if constexpr (D.nsym == 0 && D.nname == 0) {
@@ -185,11 +195,10 @@ consteval auto dim_from_value() {
   } else if constexpr (D.nsym == 0 && D.nname == 1 && D.coef == D.name_val[0]) {
     return find_sym<D.name[0]>(L{});
   } else {
-    return []<std::size_t... I, std::size_t... J>(std::index_sequence<I...>,
-                                                  std::index_sequence<J...>) {
-      return Prod<D.plain_coef(), find_sym<D.name[I]>(L{})..., find_sym<D.sym[J]>(L{})...>{};
+    return []<std::size_t... K>(std::index_sequence<K...>) {
+      return Prod<D.plain_coef(), find_sym<factor_id(D, K)>(L{})...>{};
     }
-    (std::make_index_sequence<D.nname>{}, std::make_index_sequence<D.nsym>{});
+    (std::make_index_sequence<D.nfactors()>{});
   }
 }
 
@@ -206,7 +215,7 @@ consteval auto shape_from_value() {
 template <ShapeV V, class L>
 using shape_t = decltype(detail::shape_from_value<V, L>());
 
-// The canonical spelling of a user-written shape (ints, sorted products).
+// The canonical spelling of a user-written shape (ints, products with the coefficient first).
 template <class S>
 struct canonical {
   static constexpr ShapeV value = S::value;

@@ -58,11 +58,10 @@ struct Quotient {
   bool ok;
 };
 // a / b. Names: when b's names (or b's size, for a plain b) lead a's, the quotient keeps the
-// rest of a's names (heads * head_dim / heads = head_dim); otherwise it is plain.
+// rest of a's names (heads * head_dim / heads = head_dim); otherwise it is plain. The factors
+// left keep a's order.
 constexpr Quotient dim_divide(const DimV& a, const DimV& b) {
   if (b.coef <= 0 || a.coef % b.coef != 0) return {{}, false};
-  DimV q;
-  q.coef = a.coef / b.coef;
   int lead = -1;
   if (b.nname > 0 && b.nname <= a.nname) {
     lead = b.nname;
@@ -71,11 +70,6 @@ constexpr Quotient dim_divide(const DimV& a, const DimV& b) {
   } else if (b.nname == 0 && a.nname > 0 && a.name_val[0] == b.coef) {
     lead = 1;
   }
-  if (lead >= 0)
-    for (int i = lead; i < a.nname; ++i) {
-      q.name[q.nname] = a.name[i];
-      q.name_val[q.nname++] = a.name_val[i];
-    }
   bool used[kMaxDimSyms] = {};
   for (int j = 0; j < b.nsym; ++j) {
     bool found = false;
@@ -83,8 +77,14 @@ constexpr Quotient dim_divide(const DimV& a, const DimV& b) {
       if (!used[i] && a.sym[i] == b.sym[j]) used[i] = found = true;
     if (!found) return {{}, false};
   }
-  for (int i = 0; i < a.nsym; ++i)
-    if (!used[i]) q.sym[q.nsym++] = a.sym[i];
+  DimV q;
+  q.coef = a.coef / b.coef;
+  a.for_each_factor([&](bool is_name, int i) {
+    if (!is_name && !used[i])
+      q.push_sym(a.sym[i]);
+    else if (is_name && lead >= 0 && i >= lead)
+      q.push_name(a.name[i], a.name_val[i]);
+  });
   return {q, true};
 }
 }  // namespace detail

@@ -78,6 +78,8 @@ constexpr void raise_shape_error(ShapeErr e) {
       throw GraphError("stag: view regroups axes (neither a split nor a merge)");
     case ShapeErr::dim_names:
       throw GraphError("stag: view splits or merges named dims out of order");
+    case ShapeErr::factor_order:
+      throw GraphError("stag: view splits or merges a product's symbolic factors out of order");
     case ShapeErr::not_one:
       throw GraphError("stag: squeeze of a dim that is not 1");
     case ShapeErr::odd_dim:

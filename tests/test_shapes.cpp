@@ -8,9 +8,12 @@ constexpr auto batch = sym<"batch">;
 constexpr auto seq = sym<"seq">;
 constexpr auto kv = sym<"kv_seq">;
 
-// Canonical spellings: user shapes round-trip; products are order independent.
+// Canonical spellings: user shapes round-trip; a product keeps its factors in layout order
+// (`batch * seq` is row b * S + s; `seq * batch` is another layout).
 static_assert(std::is_same_v<canonical_t<Shape<batch, seq, 512>>, Shape<batch, seq, 512>>);
-static_assert(std::is_same_v<decltype(batch * seq), decltype(seq * batch)>);
+static_assert(!std::is_same_v<decltype(batch * seq), decltype(seq * batch)>);
+static_assert(!(dim_value<batch * seq>() == dim_value<seq * batch>()));
+static_assert(std::is_same_v<canonical_t<Shape<seq * batch, 4>>, Shape<seq * batch, 4>>);
 static_assert(std::is_same_v<canonical_t<Shape<prod<batch, 1>, 4L>>, Shape<batch, 4>>);
 static_assert(
     std::is_same_v<std::remove_const_t<decltype(prod<8, 64>)>, int>);  // static*static stays static
@@ -41,6 +44,11 @@ static_assert(algebra::reshape(bsd, Shape<seq, 512>::value).err == ShapeErr::sym
 static_assert(algebra::reshape(bsd, Shape<batch, seq, 500>::value).err == ShapeErr::numel);
 static_assert(algebra::reshape(bsd, Shape<seq, batch, 512>::value).err == ShapeErr::order);
 static_assert(algebra::reshape(Shape<5, 7>::value, Shape<35>::value).ok());
+// A merged product splits back only in its own order (the flatten-for-a-projection bug).
+static_assert(algebra::reshape(flat, Shape<seq, batch, 512>::value).err == ShapeErr::factor_order);
+static_assert(algebra::reshape(bsd, Shape<seq * batch, 512>::value).err == ShapeErr::factor_order);
+static_assert(algebra::reshape(Shape<seq, batch, 512>::value, Shape<seq * batch, 512>::value).ok());
+static_assert(algebra::view_hint(flat, Shape<seq, batch, 512>::value).kind == 2);
 
 // Views are splits and merges of adjacent axes, in order; axes of size 1 come and go freely.
 static_assert(algebra::reshape(Shape<batch, 8, seq, 64>::value, bsd).err == ShapeErr::order);
@@ -90,6 +98,15 @@ static_assert(algebra::reshape(bsd, Shape<batch, seq, 8, 64>::value).ok());
 static_assert(std::is_same_v<canonical_t<Shape<batch, heads, seq, head_dim>>,
                              Shape<batch, heads, seq, head_dim>>);
 static_assert(std::is_same_v<canonical_t<Shape<d_model>>, Shape<d_model>>);
+// Heads folded into the batch unfold in the same order (the bmm convention bug), with symbols
+// and names interleaved as written.
+constexpr ShapeV folded = Shape<batch * heads, seq, head_dim>::value;
+static_assert(algebra::reshape(folded, Shape<batch, heads, seq, head_dim>::value).ok());
+static_assert(algebra::reshape(folded, Shape<heads, batch, seq, head_dim>::value).err ==
+              ShapeErr::factor_order);
+static_assert(algebra::reshape(folded, Shape<batch, 4, seq, head_dim>::value).ok());  // anonymous
+static_assert(!(dim_value<batch * heads>() == dim_value<heads * batch>()));
+static_assert(std::is_same_v<canonical_t<Shape<batch * heads * seq>>, Shape<batch * heads * seq>>);
 
 // Permutes with negative axes.
 constexpr int perm[] = {0, 2, 1, -1};
@@ -125,7 +142,9 @@ TEST_CASE("shapes print with their symbol names", "[shapes]") {
   CHECK(shape_string<Shape<batch, seq, 512>>() == "[batch, seq, 512]");
   CHECK(shape_string<Shape<batch, heads, seq, head_dim>>() == "[batch, heads, seq, head_dim]");
   CHECK(shape_string<Shape<batch, seq, d_model>>() == "[batch, seq, heads*head_dim]");
-  CHECK(shape_string<Shape<batch * seq, 512>>().find('*') != std::string::npos);
+  CHECK(shape_string<Shape<batch * seq, 512>>() == "[batch*seq, 512]");
+  CHECK(shape_string<Shape<seq * batch, 512>>() == "[seq*batch, 512]");
+  CHECK(shape_string<Shape<batch * heads, seq>>() == "[batch*heads, seq]");
   CHECK(shape_string<Shape<>>() == "[]");
 }
 

@@ -63,6 +63,10 @@ constexpr auto view(Tensor<S, T> x) {
   STAG_SHAPE_CHECK(r.err != ShapeErr::dim_names,
                    "stag::view: the split or merge does not follow the named dims in order", S,
                    Target, H);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::factor_order,
+                   "stag::view: the split or merge reorders a product's symbolic factors (a "
+                   "product is in layout order: batch * seq splits only into [batch, seq])",
+                   S, Target, H);
   register_syms<Target>(*x.b);
   if constexpr (r.ok())
     return Tensor<Target, T>{x.b, reshape(x.ref(), Target::value).id};

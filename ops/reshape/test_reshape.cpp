@@ -15,8 +15,10 @@ static_assert(std::is_same_v<decltype(view<batch, seq, 3, 4>(std::declval<X>()))
                              Tensor<Shape<batch, seq, 3, 4>>>);
 static_assert(std::is_same_v<decltype(view<batch * seq, 12>(std::declval<X>())),
                              Tensor<Shape<batch * seq, 12>>>);
-static_assert(std::is_same_v<decltype(view<seq * batch, 12>(std::declval<X>())),
-                             Tensor<Shape<batch * seq, 12>>>);
+// A product keeps its factors' order: tokens merged sequence-major are another layout.
+static_assert(std::is_same_v<decltype(view<seq * batch, 12>(transpose<0, 1>(std::declval<X>()))),
+                             Tensor<Shape<seq * batch, 12>>>);
+static_assert(!std::is_same_v<Tensor<Shape<seq * batch, 12>>, Tensor<Shape<batch * seq, 12>>>);
 static_assert(std::is_same_v<decltype(view<batch, prod<seq, 12>>(std::declval<X>())),
                              Tensor<Shape<batch, prod<seq, 12>>>>);
 static_assert(std::is_same_v<decltype(view<batch, seq, 12>(std::declval<X>())), X>);
