@@ -24,6 +24,7 @@ enum class ShapeErr : std::uint8_t {
   factor_order,     // view: a split or merge reorders a product's symbolic factors
   not_one,          // squeeze: the dim is not 1
   odd_dim,          // a dim that must be even is odd (rope's head dim)
+  seq_axis,         // rope: the axis it rotates along is not a sequence (heads, merged tokens)
   expand,           // expand: a dim is neither equal nor 1
   slice_range,      // slice: bounds outside the dim or empty
   concat_dims,      // concat: non-axis dims differ
@@ -72,6 +73,8 @@ constexpr std::string_view shape_err_text(ShapeErr e) {
       return "dim is not 1";
     case ShapeErr::odd_dim:
       return "dim must be even";
+    case ShapeErr::seq_axis:
+      return "the axis is not the sequence";
     case ShapeErr::expand:
       return "cannot expand";
     case ShapeErr::slice_range:

@@ -123,7 +123,7 @@ constexpr auto attention(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> v, M ke
 // `heads` and the head dim `head_dim`, so shapes read [batch, heads, seq, head_dim].
 template <auto H, class S, DType T>
 constexpr auto split_heads(Tensor<S, T> x) {
-  static_assert(S::rank == 3, "stag::split_heads: expects [batch, seq, d_model]");
+  STAG_SHAPE_CHECK(S::rank == 3, "stag::split_heads: expects [batch, seq, d_model]", S);
   // One declaration each: the dims have different types (Sym<...>, int), and one `auto` with
   // several declarators must deduce one type (g++ 12 accepts it, clang rejects it).
   constexpr auto b = dim_at<S, 0>;
@@ -142,7 +142,7 @@ constexpr auto split_heads(Tensor<S, T> x) {
 }
 template <class S, DType T>
 constexpr auto merge_heads(Tensor<S, T> x) {
-  static_assert(S::rank == 4, "stag::merge_heads: expects [batch, heads, seq, head_dim]");
+  STAG_SHAPE_CHECK(S::rank == 4, "stag::merge_heads: expects [batch, heads, seq, head_dim]", S);
   constexpr auto b = dim_at<S, 0>;
   constexpr auto h = dim_at<S, 1>;
   constexpr auto s = dim_at<S, 2>;

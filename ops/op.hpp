@@ -84,6 +84,9 @@ constexpr void raise_shape_error(ShapeErr e) {
       throw GraphError("stag: squeeze of a dim that is not 1");
     case ShapeErr::odd_dim:
       throw GraphError("stag: a dim that must be even is odd");
+    case ShapeErr::seq_axis:
+      throw GraphError(
+          "stag: rope rotates along the second-to-last axis, which must be the sequence");
     case ShapeErr::expand:
       throw GraphError("stag: expand of a dim that is not 1");
     case ShapeErr::slice_range:

@@ -238,33 +238,69 @@ constexpr Ref attention_backward_kv(Ref dq, Ref q, Ref k, Ref v, Ref o, Ref g, c
 }
 
 namespace detail {
-template <ShapeResult R>
+// The scores' shape [..., Sq, Sk] as a type, for the mask errors.
+template <class SQ, class SK>
+constexpr ShapeV scores_value() {
+  ShapeV sc = SQ::value;
+  sc.dims[sc.rank - 1] = SK::value.dims[SK::value.rank - 2];
+  return sc;
+}
+template <class SQ, class SK, class SM>
+struct mask_shown {
+  static constexpr ShapeV scores_v = scores_value<SQ, SK>();
+  using scores = shape_t<scores_v, syms_of_t<SQ, SK>>;
+  using mask = SM;
+};
+template <class SQ, class SK>
+struct mask_shown<SQ, SK, void> {
+  using scores = void;
+  using mask = void;
+};
+
+// The first line of each error shows the two shapes that disagree: q and k, or k and v, or the
+// scores and the keep mask.
+template <ShapeResult R, class SQ, class SK, class SV, class SM = void>
 constexpr void sdpa_checks() {
-  static_assert(R.err != ShapeErr::dtype,
-                "stag::sdpa: q, k and v must all be f32, all bf16 or all f64");
-  static_assert(R.err != ShapeErr::rank,
-                "stag::sdpa: q, k and v must all be [batch, heads, seq, head_dim] or all "
-                "[batch, seq, head_dim]");
-  static_assert(R.err != ShapeErr::batch_dims,
-                "stag::sdpa: the batch dims of q, k and v differ, or q's heads are not a "
-                "multiple of k's and v's heads (grouped-query attention)");
-  static_assert(R.err != ShapeErr::inner_dim,
-                "stag::sdpa: q and k need the same head dim (the last dim)");
-  static_assert(R.err != ShapeErr::shape_mismatch,
-                "stag::sdpa: k and v need the same sequence length (dim -2)");
-  static_assert(R.err != ShapeErr::mask_dtype, "stag::sdpa: the keep mask must be bool");
-  static_assert(R.err != ShapeErr::mask_rank,
-                "stag::sdpa: the keep mask needs the scores' rank ([B, H, Sq, Sk] for 4-d q); "
-                "unsqueeze it explicitly");
-  static_assert(R.err != ShapeErr::mask_broadcast,
-                "stag::sdpa: the keep mask does not broadcast to the scores [B, H, Sq, Sk]");
+  constexpr bool qk_fine =
+      SQ::rank == SK::rank &&
+      rules::attention(SQ::value, DType::f32, SK::value, DType::f32, SK::value, DType::f32).ok();
+  using A = std::conditional_t<qk_fine, SK, SQ>;
+  using B = std::conditional_t<qk_fine, SV, SK>;
+  STAG_SHAPE_CHECK(R.err != ShapeErr::dtype,
+                   "stag::sdpa: q, k and v must all be f32, all bf16 or all f64", SQ);
+  STAG_SHAPE_CHECK(R.err != ShapeErr::rank,
+                   "stag::sdpa: q, k and v must all be [batch, heads, seq, head_dim] or all "
+                   "[batch, seq, head_dim]",
+                   A, B);
+  STAG_SHAPE_CHECK(R.err != ShapeErr::batch_dims,
+                   "stag::sdpa: the batch dims of q, k and v differ, or q's heads are not a "
+                   "multiple of k's and v's heads (grouped-query attention)",
+                   A, B);
+  STAG_SHAPE_CHECK(R.err != ShapeErr::inner_dim,
+                   "stag::sdpa: q and k need the same head dim (the last dim) (q, k)", SQ, SK);
+  STAG_SHAPE_CHECK(R.err != ShapeErr::shape_mismatch,
+                   "stag::sdpa: k and v need the same sequence length (dim -2) (k, v)", SK, SV);
+  constexpr bool mask_err = R.err == ShapeErr::mask_dtype || R.err == ShapeErr::mask_rank ||
+                            R.err == ShapeErr::mask_broadcast;
+  using Shown = mask_shown<SQ, SK, std::conditional_t<mask_err, SM, void>>;
+  STAG_SHAPE_CHECK(R.err != ShapeErr::mask_dtype,
+                   "stag::sdpa: the keep mask must be bool (scores, mask)", typename Shown::scores,
+                   typename Shown::mask);
+  STAG_SHAPE_CHECK(R.err != ShapeErr::mask_rank,
+                   "stag::sdpa: the keep mask needs the scores' rank ([B, H, Sq, Sk] for 4-d q); "
+                   "unsqueeze it explicitly (scores, mask)",
+                   typename Shown::scores, typename Shown::mask);
+  STAG_SHAPE_CHECK(R.err != ShapeErr::mask_broadcast,
+                   "stag::sdpa: the keep mask does not broadcast to the scores [B, H, Sq, Sk] "
+                   "(scores, mask)",
+                   typename Shown::scores, typename Shown::mask);
 }
 }  // namespace detail
 
 template <class SQ, class SK, class SV, DType T>
 constexpr auto sdpa(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> v, const SdpaOptions& o = {}) {
   constexpr ShapeResult r = rules::attention(SQ::value, T, SK::value, T, SV::value, T);
-  detail::sdpa_checks<r>();
+  detail::sdpa_checks<r, SQ, SK, SV>();
   if constexpr (r.ok())
     return typed<r.shape, T, SQ, SK, SV>(sdpa(q.ref(), k.ref(), v.ref(), Ref{}, o));
   else
@@ -277,12 +313,14 @@ constexpr auto sdpa(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> v, CachePosi
                     const SdpaOptions& o = {.mask = AttnMask::causal}) {
   constexpr ShapeResult r =
       rules::cached_attention(SQ::value, T, SK::value, T, SV::value, T, SP::value, TP);
-  detail::sdpa_checks<r>();
-  static_assert(r.err != ShapeErr::index_dtype,
-                "stag::sdpa: the cache positions must be i32 (cache_positions(pos), pos [B])");
-  static_assert(r.err != ShapeErr::labels,
-                "stag::sdpa: the cache positions must be [B], one per row of q's batch dim "
-                "(cache_positions(pos))");
+  detail::sdpa_checks<r, SQ, SK, SV>();
+  STAG_SHAPE_CHECK(r.err != ShapeErr::index_dtype,
+                   "stag::sdpa: the cache positions must be i32 (cache_positions(pos), pos [B])",
+                   SQ, SP);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::labels,
+                   "stag::sdpa: the cache positions must be [B], one per row of q's batch dim "
+                   "(cache_positions(pos)) (q, positions)",
+                   SQ, SP);
   if constexpr (r.ok())
     return typed<r.shape, T, SQ, SK, SV>(sdpa_cached(q.ref(), k.ref(), v.ref(), at.pos.ref(), o));
   else
@@ -294,7 +332,7 @@ constexpr auto sdpa(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> v, Tensor<SM
                     const SdpaOptions& o = {}) {
   constexpr ShapeResult r =
       rules::masked_attention(SQ::value, T, SK::value, T, SV::value, T, SM::value, TM);
-  detail::sdpa_checks<r>();
+  detail::sdpa_checks<r, SQ, SK, SV, SM>();
   if constexpr (r.ok())
     return typed<r.shape, T, SQ, SK, SV>(sdpa(q.ref(), k.ref(), v.ref(), keep.ref(), o));
   else
@@ -388,7 +426,7 @@ template <class SQ, class SK, class SV, DType T, class SM, class MM>
 constexpr auto sdpa_with_mods(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> v, const SM& sm,
                               const MM& mm, const SdpaOptions& o) {
   constexpr ShapeResult r = rules::attention(SQ::value, T, SK::value, T, SV::value, T);
-  sdpa_checks<r>();
+  sdpa_checks<r, SQ, SK, SV>();
   using TS = mod_traits<SM>;
   using TM = mod_traits<MM>;
   using E = std::conditional_t<T == DType::f64, double, float>;

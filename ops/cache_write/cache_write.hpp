@@ -73,18 +73,22 @@ constexpr Ref cache_write(Ref cache, Ref rows, Ref pos) {
 template <class SC, DType TC, class SR, DType TR, class SP, DType TP>
 constexpr auto cache_write(Tensor<SC, TC> cache, Tensor<SR, TR> rows, Tensor<SP, TP> pos) {
   constexpr ShapeResult r = rules::cache_write(SC::value, TC, SR::value, TR, SP::value, TP);
-  static_assert(r.err != ShapeErr::dtype,
-                "stag::cache_write: the rows must have the cache's dtype");
-  static_assert(r.err != ShapeErr::index_dtype, "stag::cache_write: pos must be i32 or i64");
-  static_assert(r.err != ShapeErr::rank,
-                "stag::cache_write: the cache and the rows must have the same rank (at least 2: "
-                "[..., L, D] and [..., T, D])");
-  static_assert(r.err != ShapeErr::shape_mismatch,
-                "stag::cache_write: the rows must have the cache's dims except the second-to-last "
-                "(the positions)");
-  static_assert(r.err != ShapeErr::not_one,
-                "stag::cache_write: pos must be [1] or [] (one position for every row) or "
-                "[B] (one per row of the cache's first dim)");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::dtype,
+                   "stag::cache_write: the rows must have the cache's dtype", SC, SR);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::index_dtype, "stag::cache_write: pos must be i32 or i64", SP);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::rank,
+                   "stag::cache_write: the cache and the rows must have the same rank (at least 2: "
+                   "[..., L, D] and [..., T, D])",
+                   SC, SR);
+  STAG_SHAPE_CHECK(
+      r.err != ShapeErr::shape_mismatch,
+      "stag::cache_write: the rows must have the cache's dims except the second-to-last "
+      "(the positions)",
+      SC, SR);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::not_one,
+                   "stag::cache_write: pos must be [1] or [] (one position for every row) or "
+                   "[B] (one per row of the cache's first dim)",
+                   SC, SP);
   if constexpr (r.ok())
     return Tensor<SC, TC>{cache.b, cache_write(cache.ref(), rows.ref(), pos.ref()).id};
   else

@@ -26,22 +26,24 @@ constexpr ShapeResult compare(const ShapeV& a, DType ta, const ShapeV& b, DType 
 }
 }  // namespace rules
 
-#define STAG_COMPARE_FN(fn)                                                                      \
-  constexpr Ref fn(Ref a, Ref b) {                                                               \
-    return emit(OpId::fn, #fn, {a, b},                                                           \
-                rules::compare(a.shape(), a.dtype(), b.shape(), b.dtype()));                     \
-  }                                                                                              \
-  template <class SA, DType TA, class SB, DType TB>                                              \
-  constexpr auto fn(Tensor<SA, TA> a, Tensor<SB, TB> b) {                                        \
-    constexpr ShapeResult r = rules::compare(SA::value, TA, SB::value, TB);                      \
-    static_assert(r.err != ShapeErr::dtype, "stag::" #fn ": operands must have the same dtype"); \
-    static_assert(r.err != ShapeErr::broadcast,                                                  \
-                  "stag::" #fn                                                                   \
-                  ": shapes are not broadcastable (numpy rules; symbols match by name)");        \
-    if constexpr (r.ok())                                                                        \
-      return typed<r.shape, DType::boolean, SA, SB>(fn(a.ref(), b.ref()));                       \
-    else                                                                                         \
-      return Tensor<SA, DType::boolean>{a.b, a.id};                                              \
+#define STAG_COMPARE_FN(fn)                                                                        \
+  constexpr Ref fn(Ref a, Ref b) {                                                                 \
+    return emit(OpId::fn, #fn, {a, b},                                                             \
+                rules::compare(a.shape(), a.dtype(), b.shape(), b.dtype()));                       \
+  }                                                                                                \
+  template <class SA, DType TA, class SB, DType TB>                                                \
+  constexpr auto fn(Tensor<SA, TA> a, Tensor<SB, TB> b) {                                          \
+    constexpr ShapeResult r = rules::compare(SA::value, TA, SB::value, TB);                        \
+    STAG_SHAPE_CHECK(r.err != ShapeErr::dtype, "stag::" #fn ": operands must have the same dtype", \
+                     SA, SB);                                                                      \
+    STAG_SHAPE_CHECK(r.err != ShapeErr::broadcast,                                                 \
+                     "stag::" #fn                                                                  \
+                     ": shapes are not broadcastable (numpy rules; symbols match by name)",        \
+                     SA, SB);                                                                      \
+    if constexpr (r.ok())                                                                          \
+      return typed<r.shape, DType::boolean, SA, SB>(fn(a.ref(), b.ref()));                         \
+    else                                                                                           \
+      return Tensor<SA, DType::boolean>{a.b, a.id};                                                \
   }
 STAG_COMPARE_FN(lt)
 STAG_COMPARE_FN(le)

@@ -53,11 +53,14 @@ constexpr Ref embedding_backward(Ref ids, Ref g, const ShapeV& table) {
 template <class SI, DType TI, class ST, DType TT>
 constexpr auto embedding(Tensor<SI, TI> ids, Tensor<ST, TT> table) {
   constexpr ShapeResult r = rules::embedding(SI::value, TI, ST::value, TT);
-  static_assert(r.err != ShapeErr::index_dtype,
-                "stag::embedding: ids must be i32 or i64 (cast float ids with cast<i32>)");
-  static_assert(r.err != ShapeErr::dtype, "stag::embedding: the table must be f32 or f64");
-  static_assert(r.err != ShapeErr::rank,
-                "stag::embedding: the table must be [V, D] and ids may have at most 5 dims");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::index_dtype,
+                   "stag::embedding: ids must be i32 or i64 (cast float ids with cast<i32>)", SI,
+                   ST);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::dtype, "stag::embedding: the table must be f32 or f64", SI,
+                   ST);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::rank,
+                   "stag::embedding: the table must be [V, D] and ids may have at most 5 dims", SI,
+                   ST);
   // After an error, a zero constant of the output's shape stands in for the lookup, so that one
   // mistake gives one error (not a second one from the next op's rank check).
   constexpr ShapeResult shape_only = rules::embedding(SI::value, DType::i32, ST::value, DType::f32);

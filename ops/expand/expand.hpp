@@ -25,9 +25,10 @@ template <auto... Ds, class S, DType T>
 constexpr auto expand(Tensor<S, T> x) {
   using Target = canonical_t<Shape<Ds...>>;
   constexpr ShapeResult r = algebra::expand(S::value, Target::value, T);
-  static_assert(r.err != ShapeErr::rank, "stag::expand: the target has fewer dims than the input");
-  static_assert(r.err != ShapeErr::expand,
-                "stag::expand: each input dim must equal the target dim or be 1");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::rank,
+                   "stag::expand: the target has fewer dims than the input", S, Target);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::expand,
+                   "stag::expand: each input dim must equal the target dim or be 1", S, Target);
   register_syms<Target>(*x.b);
   if constexpr (r.ok())
     return Tensor<Target, T>{x.b, expand(x.ref(), Target::value).id};

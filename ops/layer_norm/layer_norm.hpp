@@ -100,14 +100,15 @@ constexpr Ref layer_norm_backward(Ref x, Ref w, Ref g, int k, double eps) {
 template <class SX, DType TX, class SW, DType TW, class SB, DType TB>
 constexpr auto layer_norm(Tensor<SX, TX> x, Tensor<SW, TW> w, Tensor<SB, TB> b, double eps = 1e-5) {
   constexpr ShapeResult r = rules::layer_norm(SX::value, TX, SW::value, TW, SB::value, TB);
-  static_assert(r.err != ShapeErr::dtype,
-                "stag::layer_norm: x, weight and bias must all be f32 or all be f64");
-  static_assert(
+  STAG_SHAPE_CHECK(r.err != ShapeErr::dtype,
+                   "stag::layer_norm: x, weight and bias must all be f32 or all be f64", SX, SW);
+  STAG_SHAPE_CHECK(
       r.err != ShapeErr::norm_dims,
       "stag::layer_norm: the weight's shape must equal the trailing dims of x (x [B, S, D] "
-      "takes a weight [D] or [S, D]); fix the weight's shape or permute x");
-  static_assert(r.err != ShapeErr::shape_mismatch,
-                "stag::layer_norm: the bias's shape must equal the weight's shape");
+      "takes a weight [D] or [S, D]); fix the weight's shape or permute x",
+      SX, SW);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::shape_mismatch,
+                   "stag::layer_norm: the bias's shape must equal the weight's shape", SW, SB);
   if constexpr (r.ok())
     return Tensor<SX, TX>{x.b, layer_norm(x.ref(), w.ref(), b.ref(), eps).id};
   else
@@ -118,9 +119,10 @@ constexpr auto layer_norm(Tensor<SX, TX> x, Tensor<SW, TW> w, Tensor<SB, TB> b, 
 template <int K = 1, class S, DType T>
 constexpr auto layer_norm(Tensor<S, T> x, double eps = 1e-5) {
   constexpr ShapeResult r = rules::norm_plain(S::value, T, K);
-  static_assert(r.err != ShapeErr::dtype, "stag::layer_norm: x must be f32 or f64");
-  static_assert(r.err != ShapeErr::rank,
-                "stag::layer_norm: the number of normalised dims must be between 1 and x's rank");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::dtype, "stag::layer_norm: x must be f32 or f64", S);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::rank,
+                   "stag::layer_norm: the number of normalised dims must be between 1 and x's rank",
+                   S);
   if constexpr (r.ok())
     return Tensor<S, T>{x.b, layer_norm(x.ref(), K, eps).id};
   else

@@ -41,28 +41,31 @@ constexpr Ref logical_not(Ref x) {
 }
 template <class S, DType T>
 constexpr auto logical_not(Tensor<S, T> x) {
-  static_assert(T == DType::boolean,
-                "stag::logical_not: the operand must be a bool tensor (compare or cast first)");
+  STAG_SHAPE_CHECK(T == DType::boolean,
+                   "stag::logical_not: the operand must be a bool tensor (compare or cast first)",
+                   S);
   return Tensor<S, DType::boolean>{x.b, T == DType::boolean ? logical_not(x.ref()).id : x.id};
 }
 
-#define STAG_LOGICAL_FN(fn)                                                                \
-  constexpr Ref fn(Ref a, Ref b) {                                                         \
-    return emit(OpId::fn, #fn, {a, b},                                                     \
-                rules::logical(a.shape(), a.dtype(), b.shape(), b.dtype()));               \
-  }                                                                                        \
-  template <class SA, DType TA, class SB, DType TB>                                        \
-  constexpr auto fn(Tensor<SA, TA> a, Tensor<SB, TB> b) {                                  \
-    constexpr ShapeResult r = rules::logical(SA::value, TA, SB::value, TB);                \
-    static_assert(r.err != ShapeErr::dtype,                                                \
-                  "stag::" #fn ": operands must be bool tensors (compare or cast first)"); \
-    static_assert(r.err != ShapeErr::broadcast,                                            \
-                  "stag::" #fn                                                             \
-                  ": shapes are not broadcastable (numpy rules; symbols match by name)");  \
-    if constexpr (r.ok())                                                                  \
-      return typed<r.shape, DType::boolean, SA, SB>(fn(a.ref(), b.ref()));                 \
-    else                                                                                   \
-      return Tensor<SA, DType::boolean>{a.b, a.id};                                        \
+#define STAG_LOGICAL_FN(fn)                                                                      \
+  constexpr Ref fn(Ref a, Ref b) {                                                               \
+    return emit(OpId::fn, #fn, {a, b},                                                           \
+                rules::logical(a.shape(), a.dtype(), b.shape(), b.dtype()));                     \
+  }                                                                                              \
+  template <class SA, DType TA, class SB, DType TB>                                              \
+  constexpr auto fn(Tensor<SA, TA> a, Tensor<SB, TB> b) {                                        \
+    constexpr ShapeResult r = rules::logical(SA::value, TA, SB::value, TB);                      \
+    STAG_SHAPE_CHECK(r.err != ShapeErr::dtype,                                                   \
+                     "stag::" #fn ": operands must be bool tensors (compare or cast first)", SA, \
+                     SB);                                                                        \
+    STAG_SHAPE_CHECK(r.err != ShapeErr::broadcast,                                               \
+                     "stag::" #fn                                                                \
+                     ": shapes are not broadcastable (numpy rules; symbols match by name)",      \
+                     SA, SB);                                                                    \
+    if constexpr (r.ok())                                                                        \
+      return typed<r.shape, DType::boolean, SA, SB>(fn(a.ref(), b.ref()));                       \
+    else                                                                                         \
+      return Tensor<SA, DType::boolean>{a.b, a.id};                                              \
   }
 STAG_LOGICAL_FN(logical_and)
 STAG_LOGICAL_FN(logical_or)

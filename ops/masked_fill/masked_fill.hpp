@@ -39,13 +39,16 @@ constexpr Ref masked_fill(Ref x, Ref mask, double value) {
 template <class S, DType T, class SM, DType TM>
 constexpr auto masked_fill(Tensor<S, T> x, Tensor<SM, TM> mask, double value) {
   constexpr ShapeResult r = rules::masked_fill(S::value, T, SM::value, TM);
-  static_assert(r.err != ShapeErr::mask_dtype, "stag::masked_fill: the mask must be a bool tensor");
-  static_assert(r.err != ShapeErr::mask_rank,
-                "stag::masked_fill: the mask's rank differs from the input's rank; unsqueeze it "
-                "explicitly (a [B, S] padding mask becomes [B, 1, 1, S] for [B, H, S, S] scores)");
-  static_assert(
+  STAG_SHAPE_CHECK(r.err != ShapeErr::mask_dtype,
+                   "stag::masked_fill: the mask must be a bool tensor", S, SM);
+  STAG_SHAPE_CHECK(
+      r.err != ShapeErr::mask_rank,
+      "stag::masked_fill: the mask's rank differs from the input's rank; unsqueeze it "
+      "explicitly (a [B, S] padding mask becomes [B, 1, 1, S] for [B, H, S, S] scores)",
+      S, SM);
+  STAG_SHAPE_CHECK(
       r.err != ShapeErr::mask_broadcast,
-      "stag::masked_fill: the mask does not broadcast to the input (each dim equal or 1)");
+      "stag::masked_fill: the mask does not broadcast to the input (each dim equal or 1)", S, SM);
   if constexpr (r.ok())
     return Tensor<S, T>{x.b, masked_fill(x.ref(), mask.ref(), value).id};
   else

@@ -58,9 +58,10 @@ template <auto S, class SL, DType TL>
 constexpr auto padding_mask(Tensor<SL, TL> lengths) {
   using C = canonical_t<Shape<S>>;
   constexpr ShapeResult r = rules::padding_mask(SL::value, TL, C::value.dims[0]);
-  static_assert(r.err != ShapeErr::dtype, "stag::padding_mask: lengths must be i32 or i64");
-  static_assert(r.err != ShapeErr::rank,
-                "stag::padding_mask: lengths must be a [batch] vector (one length per sequence)");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::dtype, "stag::padding_mask: lengths must be i32 or i64", SL);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::rank,
+                   "stag::padding_mask: lengths must be a [batch] vector (one length per sequence)",
+                   SL);
   register_syms<C>(*lengths.b);
   if constexpr (r.ok())
     return typed<r.shape, DType::boolean, SL, C>(padding_mask(lengths.ref(), C::value.dims[0]));

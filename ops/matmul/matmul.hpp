@@ -84,7 +84,8 @@ constexpr auto matmul_typed(Tensor<SA, DA> a, Tensor<SB, DB> b) {
   constexpr ShapeResult r = rules::matmul(SA::value, DA, SB::value, DB, TA, TB);
   static_assert(r.err != ShapeErr::dtype,
                 "stag::matmul: operands must be floating point tensors of the same dtype");
-  static_assert(r.err != ShapeErr::rank, "stag::matmul: both operands need at least 2 dims");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::rank, "stag::matmul: both operands need at least 2 dims", SA,
+                   SB);
   STAG_SHAPE_CHECK(
       r.err != ShapeErr::inner_dim,
       "stag::matmul: inner dimensions differ: A is [..., M, K] and B must be [..., K, N]", SA,

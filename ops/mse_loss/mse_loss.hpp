@@ -35,11 +35,12 @@ constexpr Ref mse_loss(Ref pred, Ref target) {
 template <class SP, DType TP, class ST, DType TT>
 constexpr auto mse_loss(Tensor<SP, TP> pred, Tensor<ST, TT> target) {
   constexpr ShapeResult r = rules::mse_loss(SP::value, TP, ST::value, TT);
-  static_assert(r.err != ShapeErr::dtype,
-                "stag::mse_loss: pred and target must both be f32 or both be f64");
-  static_assert(r.err != ShapeErr::shape_mismatch,
-                "stag::mse_loss: pred and target must have the same shape (no broadcasting); "
-                "view or squeeze one of them");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::dtype,
+                   "stag::mse_loss: pred and target must both be f32 or both be f64", SP, ST);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::shape_mismatch,
+                   "stag::mse_loss: pred and target must have the same shape (no broadcasting); "
+                   "view or squeeze one of them",
+                   SP, ST);
   if constexpr (r.ok())
     return Tensor<Shape<>, TP>{pred.b, mse_loss(pred.ref(), target.ref()).id};
   else

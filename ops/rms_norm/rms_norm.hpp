@@ -54,11 +54,13 @@ constexpr Ref rms_norm_backward(Ref x, Ref w, Ref g, int k, double eps) {
 template <class SX, DType TX, class SW, DType TW>
 constexpr auto rms_norm(Tensor<SX, TX> x, Tensor<SW, TW> w, double eps = 1e-6) {
   constexpr ShapeResult r = rules::norm_weight(SX::value, TX, SW::value, TW);
-  static_assert(r.err != ShapeErr::dtype,
-                "stag::rms_norm: x and weight must both be f32 or both be f64");
-  static_assert(r.err != ShapeErr::norm_dims,
-                "stag::rms_norm: the weight's shape must equal the trailing dims of x (x [B, S, D] "
-                "takes a weight [D] or [S, D]); fix the weight's shape or permute x");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::dtype,
+                   "stag::rms_norm: x and weight must both be f32 or both be f64", SX, SW);
+  STAG_SHAPE_CHECK(
+      r.err != ShapeErr::norm_dims,
+      "stag::rms_norm: the weight's shape must equal the trailing dims of x (x [B, S, D] "
+      "takes a weight [D] or [S, D]); fix the weight's shape or permute x",
+      SX, SW);
   if constexpr (r.ok())
     return Tensor<SX, TX>{x.b, rms_norm(x.ref(), w.ref(), eps).id};
   else
@@ -69,9 +71,10 @@ constexpr auto rms_norm(Tensor<SX, TX> x, Tensor<SW, TW> w, double eps = 1e-6) {
 template <int K = 1, class S, DType T>
 constexpr auto rms_norm(Tensor<S, T> x, double eps = 1e-6) {
   constexpr ShapeResult r = rules::norm_plain(S::value, T, K);
-  static_assert(r.err != ShapeErr::dtype, "stag::rms_norm: x must be f32 or f64");
-  static_assert(r.err != ShapeErr::rank,
-                "stag::rms_norm: the number of normalised dims must be between 1 and x's rank");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::dtype, "stag::rms_norm: x must be f32 or f64", S);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::rank,
+                   "stag::rms_norm: the number of normalised dims must be between 1 and x's rank",
+                   S);
   if constexpr (r.ok())
     return Tensor<S, T>{x.b, rms_norm(x.ref(), K, eps).id};
   else

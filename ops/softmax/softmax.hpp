@@ -110,7 +110,8 @@ constexpr auto softmax(Tensor<S, T> x, Tensor<SM, TM> keep) {
                 "stag::softmax: input must be floating point (f32 or f64)");
   STAG_SHAPE_CHECK(r.err != ShapeErr::axis, "stag::softmax: axis out of range for the input's rank",
                    S, void);
-  static_assert(r.err != ShapeErr::mask_dtype, "stag::softmax: the mask must be a bool tensor");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::mask_dtype, "stag::softmax: the mask must be a bool tensor",
+                   S, SM);
   STAG_SHAPE_CHECK(
       r.err != ShapeErr::mask_rank,
       "stag::softmax: the mask and the scores differ in rank; unsqueeze it "

@@ -37,13 +37,19 @@ constexpr Ref where(Ref cond, Ref a, Ref b) {
 template <class SC, DType TC, class SA, DType TA, class SB, DType TB>
 constexpr auto where(Tensor<SC, TC> cond, Tensor<SA, TA> a, Tensor<SB, TB> b) {
   constexpr ShapeResult r = rules::where(SC::value, TC, SA::value, TA, SB::value, TB);
-  static_assert(r.err != ShapeErr::mask_dtype,
-                "stag::where: the condition must be a bool tensor (compare or cast first)");
-  static_assert(r.err != ShapeErr::dtype,
-                "stag::where: a and b must have the same dtype (no implicit casts)");
-  static_assert(r.err != ShapeErr::broadcast,
-                "stag::where: cond, a and b are not broadcastable (numpy rules; symbols match by "
-                "name)");
+  // The pair that does not broadcast: cond and a, or (cond with a) and b.
+  using BadPair = std::conditional_t<algebra::broadcast(SC::value, SA::value).ok(), SB, SA>;
+  using BadFirst = std::conditional_t<algebra::broadcast(SC::value, SA::value).ok(), SA, SC>;
+  STAG_SHAPE_CHECK(r.err != ShapeErr::mask_dtype,
+                   "stag::where: the condition must be a bool tensor (compare or cast first)", SC,
+                   SA);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::dtype,
+                   "stag::where: a and b must have the same dtype (no implicit casts)", SA, SB);
+  STAG_SHAPE_CHECK(
+      r.err != ShapeErr::broadcast,
+      "stag::where: cond, a and b are not broadcastable (numpy rules; symbols match by "
+      "name)",
+      BadFirst, BadPair);
   if constexpr (r.ok())
     return typed<r.shape, TA, SC, SA, SB>(where(cond.ref(), a.ref(), b.ref()));
   else

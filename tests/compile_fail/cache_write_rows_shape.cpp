@@ -1,8 +1,8 @@
 // Mistake: writing keys of 8 heads into a cache of 2 key/value heads (forgot grouped heads).
 // clang-format off
-// expect: stag::cache_write: the rows must have the cache's dims except the second-to-last
-// expect-gcc: SR = [:a-z]*Shape<1, 8, 1, 16>
-// expect-gcc: required from here
+// expect-first-gcc: error: .*stag::shape_error<.*"stag::cache_write: the rows must have the cache.?'s dims except the second-to-last \(the positions\): \[1, 2, max_len, 16\] and \[1, 8, 1, 16\]"
+// expect-first-clang: error: static_assert failed due to requirement .*stag::show::args<stag::show::shape<stag::show::n<1>, stag::show::n<2>, stag::show::name<'m', 'a', 'x', '_', 'l', 'e', 'n'>, stag::show::n<16>>, stag::show::shape<stag::show::n<1>, stag::show::n<8>, stag::show::n<1>, stag::show::n<16>>>>. "stag::cache_write: the rows must have the cache's dims except the second-to-last \(the positions\)"
+// expect-errors: 1
 // clang-format on
 #include <stag/stag.hpp>
 

@@ -1,5 +1,6 @@
 // Mistake: the causal form of linear attention across two sequences (it is self-attention).
-// expect: stag::causal_linear_attention: queries and keys need the same sequence
+// expect-first-gcc: error: .*stag::shape_error<.*"stag::causal_linear_attention: queries and keys need the same sequence \(axis -2\); the causal form is self-attention: \[batch, tgt_seq, 8\] and \[batch, src_seq, 8\]"
+// expect-first-clang: error: static_assert failed due to requirement .*stag::show::args<stag::show::shape<stag::show::name<'b', 'a', 't', 'c', 'h'>, stag::show::name<'t', 'g', 't', '_', 's', 'e', 'q'>, stag::show::n<8>>, stag::show::shape<stag::show::name<'b', 'a', 't', 'c', 'h'>, stag::show::name<'s', 'r', 'c', '_', 's', 'e', 'q'>, stag::show::n<8>>>>. "stag::causal_linear_attention: queries and keys need the same sequence \(axis -2\); the causal form is self-attention"
 // expect-errors: 1
 #include <stag/models/linear_attention.hpp>
 #include <stag/stag.hpp>

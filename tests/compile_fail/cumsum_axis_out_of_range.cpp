@@ -1,5 +1,6 @@
 // Mistake: cumsum<2> over a [batch, 8] tensor (rank 2: the last axis is 1, or -1).
-// expect: stag::cumsum: axis out of range for the input..?s rank
+// expect-first-gcc: error: .*stag::shape_error<.*"stag::cumsum: axis out of range for the input.?'s rank \(valid: -rank \.\. rank-1; a \[\] scalar has no axis\): \[batch, 8\]"
+// expect-first-clang: error: static_assert failed due to requirement .*stag::show::args<stag::show::shape<stag::show::name<'b', 'a', 't', 'c', 'h'>, stag::show::n<8>>, void>>. "stag::cumsum: axis out of range for the input's rank \(valid: -rank \.\. rank-1; a \[\] scalar has no axis\)"
 // expect-errors: 1
 #include <stag/stag.hpp>
 

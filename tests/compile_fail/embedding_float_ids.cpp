@@ -1,9 +1,9 @@
 // Mistake: token ids fed as f32 (as they come out of a float data pipeline); embedding needs
 // i32 or i64 ids.
 // clang-format off
-// expect: stag::embedding: ids must be i32 or i64
-// expect-gcc: SI = (stag::)?Shape<(stag::)?Sym<(stag::)?fixed_string<6>\{"batch"\}>\(\), (stag::)?Sym<(stag::)?fixed_string<4>\{"seq"\}>\(\)>; (stag::)?DType TI = stag::DType::f32
-// expect-gcc: required from here
+// expect-first-gcc: error: .*stag::shape_error<.*"stag::embedding: ids must be i32 or i64 \(cast float ids with cast<i32>\): \[batch, seq\] and \[100, 16\]"
+// expect-first-clang: error: static_assert failed due to requirement .*stag::show::args<stag::show::shape<stag::show::name<'b', 'a', 't', 'c', 'h'>, stag::show::name<'s', 'e', 'q'>>, stag::show::shape<stag::show::n<100>, stag::show::n<16>>>>. "stag::embedding: ids must be i32 or i64 \(cast float ids with cast<i32>\)"
+// expect-errors: 1
 // clang-format on
 #include <stag/stag.hpp>
 

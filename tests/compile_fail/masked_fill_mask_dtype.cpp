@@ -1,8 +1,8 @@
 // Mistake: a float 0/1 mask passed to masked_fill (it must be bool; compare or cast first).
 // clang-format off
-// expect: stag::masked_fill: the mask must be a bool tensor
-// expect-gcc: SM = [:a-z]*Shape<[:a-z]*Sym<[:a-z]*fixed_string<4>\{"seq"\}>\(\), 6>; [:a-z]*DType TM = stag::DType::f32
-// expect-gcc: required from here
+// expect-first-gcc: error: .*stag::shape_error<.*"stag::masked_fill: the mask must be a bool tensor: \[seq, 6\] and \[seq, 6\]"
+// expect-first-clang: error: static_assert failed due to requirement .*stag::show::args<stag::show::shape<stag::show::name<'s', 'e', 'q'>, stag::show::n<6>>, stag::show::shape<stag::show::name<'s', 'e', 'q'>, stag::show::n<6>>>>. "stag::masked_fill: the mask must be a bool tensor"
+// expect-errors: 1
 // clang-format on
 #include <stag/stag.hpp>
 

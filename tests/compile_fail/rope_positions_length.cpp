@@ -1,8 +1,8 @@
 // Mistake: rotary positions for the whole prompt ([seq]) applied to one new token ([.., 1, Dh]).
 // clang-format off
-// expect: stag::rope: positions must be \[S\], one per row of the input's second-to-last dim
-// expect-gcc: SP = [:a-z]*Shape<[:a-z]*Sym<[:a-z]*fixed_string<4>\{"seq"\}>\(\)>
-// expect-gcc: required from here
+// expect-first-gcc: error: .*stag::shape_error<.*"stag::rope: positions must be \[S\], one per row of the input.?'s second-to-last dim, or \[B, S\], one set per batch row \(input, positions\): \[1, 4, 1, 16\] and \[seq\]"
+// expect-first-clang: error: static_assert failed due to requirement .*stag::show::args<stag::show::shape<stag::show::n<1>, stag::show::n<4>, stag::show::n<1>, stag::show::n<16>>, stag::show::shape<stag::show::name<'s', 'e', 'q'>>>>. "stag::rope: positions must be \[S\], one per row of the input's second-to-last dim, or \[B, S\], one set per batch row \(input, positions\)"
+// expect-errors: 1
 // clang-format on
 #include <stag/stag.hpp>
 

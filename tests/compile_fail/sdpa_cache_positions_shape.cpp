@@ -1,9 +1,9 @@
 // Mistake: one cache position for the whole batch ([1]) where sdpa over a cache needs one per
 // row ([batch]).
 // clang-format off
-// expect: stag::sdpa: the cache positions must be \[B\], one per row of q's batch dim
-// expect-gcc: SP = [:a-z]*Shape<1>
-// expect-gcc: required from here
+// expect-first-gcc: error: .*stag::shape_error<.*"stag::sdpa: the cache positions must be \[B\], one per row of q.?'s batch dim \(cache_positions\(pos\)\) \(q, positions\): \[batch, 4, 1, 16\] and \[1\]"
+// expect-first-clang: error: static_assert failed due to requirement .*stag::show::args<stag::show::shape<stag::show::name<'b', 'a', 't', 'c', 'h'>, stag::show::n<4>, stag::show::n<1>, stag::show::n<16>>, stag::show::shape<stag::show::n<1>>>>. "stag::sdpa: the cache positions must be \[B\], one per row of q's batch dim \(cache_positions\(pos\)\) \(q, positions\)"
+// expect-errors: 1
 // clang-format on
 #include <stag/stag.hpp>
 

@@ -1,8 +1,8 @@
 // Mistake: passing a 0/1 float mask as where's condition (it must be bool: compare or cast).
 // clang-format off
-// expect: stag::where: the condition must be a bool tensor
-// expect-gcc: SC = [:a-z]*Shape<[:a-z]*Sym<[:a-z]*fixed_string<4>\{"seq"\}>\(\), 8>; [:a-z]*DType TC = stag::DType::f32
-// expect-gcc: required from here
+// expect-first-gcc: error: .*stag::shape_error<.*"stag::where: the condition must be a bool tensor \(compare or cast first\): \[seq, 8\] and \[seq, 8\]"
+// expect-first-clang: error: static_assert failed due to requirement .*stag::show::args<stag::show::shape<stag::show::name<'s', 'e', 'q'>, stag::show::n<8>>, stag::show::shape<stag::show::name<'s', 'e', 'q'>, stag::show::n<8>>>>. "stag::where: the condition must be a bool tensor \(compare or cast first\)"
+// expect-errors: 1
 // clang-format on
 #include <stag/stag.hpp>
 
