@@ -171,6 +171,9 @@ constexpr Text render() {
   if constexpr (ShapeType<B>) {
     t.put(" and ");
     put_shape<B>(t);
+  } else if constexpr (requires { B::shown; }) {
+    t.put(" and ");  // a label in place of a second shape (a mask's polarity)
+    t.put(B::shown);
   }
   if constexpr (hint_of<H>::kind == 1) {
     t.put("; transpose<");

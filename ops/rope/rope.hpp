@@ -56,13 +56,20 @@ constexpr ShapeResult rope(const ShapeV& x, DType t) {
   const DimV& dh = x.dims[x.rank - 1];
   // A symbolic head dim is checked by the kernel once bound.
   if (dh.is_static() && dh.coef % 2 != 0) return shape_fail(ShapeErr::odd_dim);
-  if (!rope_along_sequence(x)) return shape_fail(ShapeErr::seq_axis);
   return shape_ok(x, t);
 }
 // With a positions input p [S] or [B, S]: integer, one position per row of x's second-to-last
 // dim (per batch row: B is x's first dim, and x has at least 3 dims).
-constexpr ShapeResult rope_at(const ShapeV& x, DType t, const ShapeV& p, DType tp) {
+// The typed front-ends' rule: rope's, and the axis must look like a sequence. (The Ref forms,
+// the vjp's and the escape hatch's, check only rope's.)
+constexpr ShapeResult rope_along_seq(const ShapeV& x, DType t) {
   const ShapeResult r = rope(x, t);
+  if (r.ok() && !rope_along_sequence(x)) return shape_fail(ShapeErr::seq_axis);
+  return r;
+}
+constexpr ShapeResult rope_at(const ShapeV& x, DType t, const ShapeV& p, DType tp,
+                              bool check_axis = false) {
+  const ShapeResult r = check_axis ? rope_along_seq(x, t) : rope(x, t);
   if (!r.ok()) return r;
   if (!is_integer(tp)) return shape_fail(ShapeErr::index_dtype);
   const bool shared = p.rank == 1 && p.dims[0] == x.dims[x.rank - 2];
@@ -120,7 +127,7 @@ constexpr void rope_checks() {
 
 template <class S, DType T>
 constexpr auto rope(Tensor<S, T> x, RopeOpts opts = {}) {
-  constexpr ShapeResult r = rules::rope(S::value, T);
+  constexpr ShapeResult r = rules::rope_along_seq(S::value, T);
   detail::rope_checks<r, S>();
   if constexpr (r.ok())
     return Tensor<S, T>{x.b, rope(x.ref(), opts.theta, opts.offset).id};
@@ -131,7 +138,7 @@ constexpr auto rope(Tensor<S, T> x, RopeOpts opts = {}) {
 // Rotary positions read at run time: row s of x is at position positions[s] + opts.offset.
 template <class S, DType T, class SP, DType TP>
 constexpr auto rope(Tensor<S, T> x, Tensor<SP, TP> positions, RopeOpts opts = {}) {
-  constexpr ShapeResult r = rules::rope_at(S::value, T, SP::value, TP);
+  constexpr ShapeResult r = rules::rope_at(S::value, T, SP::value, TP, true);
   detail::rope_checks<r, S>();
   STAG_SHAPE_CHECK(r.err != ShapeErr::index_dtype, "stag::rope: positions must be i32 or i64", S,
                    SP);

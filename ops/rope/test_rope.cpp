@@ -16,13 +16,17 @@ constexpr auto batch = sym<"batch">;
 // The axis rope rotates along must look like a sequence: the [B, S, H, Dh] layout (static heads
 // after a symbolic axis) and merged tokens are refused; a static sequence of 1 under a symbolic
 // batch and static heads (decoding) and fully static shapes are not.
-static_assert(rules::rope(Shape<batch, 4, seq, 16>::value, DType::f32).ok());
-static_assert(rules::rope(Shape<batch, seq, 4, 16>::value, DType::f32).err == ShapeErr::seq_axis);
-static_assert(rules::rope(Shape<batch, seq, 1, 16>::value, DType::f32).err == ShapeErr::seq_axis);
-static_assert(rules::rope(Shape<batch, 4, 1, 16>::value, DType::f32).ok());
-static_assert(rules::rope(Shape<batch * seq, 16>::value, DType::f32).err == ShapeErr::seq_axis);
-static_assert(rules::rope(Shape<batch * heads, seq, 16>::value, DType::f32).ok());
-static_assert(rules::rope(Shape<2, 8, 16>::value, DType::f32).ok());
+static_assert(rules::rope_along_seq(Shape<batch, 4, seq, 16>::value, DType::f32).ok());
+static_assert(rules::rope_along_seq(Shape<batch, seq, 4, 16>::value, DType::f32).err ==
+              ShapeErr::seq_axis);
+static_assert(rules::rope_along_seq(Shape<batch, seq, 1, 16>::value, DType::f32).err ==
+              ShapeErr::seq_axis);
+static_assert(rules::rope_along_seq(Shape<batch, 4, 1, 16>::value, DType::f32).ok());
+static_assert(rules::rope_along_seq(Shape<batch * seq, 16>::value, DType::f32).err ==
+              ShapeErr::seq_axis);
+static_assert(rules::rope_along_seq(Shape<batch * heads, seq, 16>::value, DType::f32).ok());
+static_assert(rules::rope_along_seq(Shape<2, 8, 16>::value, DType::f32).ok());
+static_assert(rules::rope(Shape<batch, seq, 4, 16>::value, DType::f32).ok());  // the Ref form
 
 // The rotation of a contiguous [rows, S, Dh] array, as complex multiplication.
 // Row s is at position positions[s] + offset when positions are given, else at s + offset.
