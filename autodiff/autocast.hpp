@@ -142,8 +142,7 @@ constexpr Builder build_autocast() {
 // Model G with its matmuls (those under `Scopes`, or all) in bf16; see the top of this file.
 template <const auto& G, DType To = DType::bf16, fixed_string... Scopes>
 consteval auto autocast() {
-  constexpr GraphSizes z = detail::build_autocast<G, To, Scopes...>().sizes();
-  return detail::build_autocast<G, To, Scopes...>().template freeze<z>();
+  return freeze_once<&detail::build_autocast<G, To, Scopes...>, derived_bound(G.view(), 2)>();
 }
 
 }  // namespace stag

@@ -51,6 +51,7 @@ inline constexpr std::array<VjpFn, kOpCount> kVjpOrMissing = {
 
 constexpr Builder builder_from(const GraphView& g) {
   Builder b;
+  b.reserve(derived_bound(g, 6));  // room for a training graph (see Builder::reserve)
   b.nodes.assign(g.nodes.begin(), g.nodes.end());
   b.shapes.assign(g.shapes.begin(), g.shapes.end());
   b.attrs.assign(g.attrs.begin(), g.attrs.end());
@@ -178,26 +179,33 @@ constexpr void prune(Builder& b) {
   std::vector<char> live(static_cast<std::size_t>(n), false);  // not vector<bool>: see above
   if (b.result >= 0) live[static_cast<std::size_t>(b.result)] = true;
   for (const OutputEntry& o : b.outputs) live[static_cast<std::size_t>(o.node)] = true;
-  for (int i = n - 1; i >= 0; --i) {
-    const Node& nd = b.node(i);
-    // Inputs and parameters stay (binding is unchanged); optimizer nodes have side effects.
-    if (nd.flags & (kFlagInput | kFlagParam | kFlagState | kFlagOptimizer))
-      live[static_cast<std::size_t>(i)] = true;
-    if (!live[static_cast<std::size_t>(i)]) continue;
-    for (int k = 0; k < nd.nin; ++k) live[static_cast<std::size_t>(nd.in[k])] = true;
+  {
+    char* lv = live.data();
+    const Node* nodes = b.nodes.data();
+    for (int i = n - 1; i >= 0; --i) {
+      const Node& nd = nodes[i];
+      // Inputs and parameters stay (binding is unchanged); optimizer nodes have side effects.
+      if (nd.flags & (kFlagInput | kFlagParam | kFlagState | kFlagOptimizer)) lv[i] = true;
+      if (!lv[i]) continue;
+      for (int k = 0; k < nd.nin; ++k) lv[nd.in[k]] = true;
+    }
   }
   std::vector<int> remap(static_cast<std::size_t>(n), -1);
+  // NOTE: raw pointers, not operator[] (compile memory: see Builder::intern_shape).
+  const char* lv = live.data();
+  int* rm = remap.data();
+  Node* nodes = b.nodes.data();
   int m = 0;
   for (int i = 0; i < n; ++i) {
-    if (!live[static_cast<std::size_t>(i)]) continue;
-    remap[static_cast<std::size_t>(i)] = m;
-    Node nd = b.nodes[static_cast<std::size_t>(i)];
-    for (int k = 0; k < nd.nin; ++k) nd.in[k] = remap[static_cast<std::size_t>(nd.in[k])];
-    b.nodes[static_cast<std::size_t>(m++)] = nd;
+    if (!lv[i]) continue;
+    rm[i] = m;
+    Node& to = nodes[m++];
+    if (&to != &nodes[i]) to = nodes[i];
+    for (int k = 0; k < to.nin; ++k) to.in[k] = rm[to.in[k]];
   }
   b.nodes.resize(static_cast<std::size_t>(m));
-  for (Node& nd : b.nodes)
-    if (nd.grad_of >= 0) nd.grad_of = remap[static_cast<std::size_t>(nd.grad_of)];
+  for (int i = 0; i < m; ++i)
+    if (nodes[i].grad_of >= 0) nodes[i].grad_of = rm[nodes[i].grad_of];
   for (OutputEntry& o : b.outputs) {
     o.node = remap[static_cast<std::size_t>(o.node)];
     if (o.grad_of >= 0) o.grad_of = remap[static_cast<std::size_t>(o.grad_of)];
@@ -222,8 +230,7 @@ constexpr Builder build_grad() {
 // Gradients are outputs named `grad/<parameter name>`.
 template <const auto& G, fixed_string... Wrt>
 consteval auto grad() {
-  constexpr GraphSizes z = detail::build_grad<G, Wrt...>().sizes();
-  return detail::build_grad<G, Wrt...>().template freeze<z>();
+  return freeze_once<&detail::build_grad<G, Wrt...>, derived_bound(G.view(), 6)>();
 }
 
 }  // namespace stag

@@ -223,8 +223,7 @@ constexpr Builder build_update() {
 // The optimizer alone (see detail::build_update): inputs `<param>.grad`, "lr", "step".
 template <const auto& G, auto Opt>
 consteval auto update() {
-  constexpr GraphSizes z = detail::build_update<G, Opt>().sizes();
-  return detail::build_update<G, Opt>().template freeze<z>();
+  return freeze_once<&detail::build_update<G, Opt>, derived_bound(G.view(), 2)>();
 }
 
 // One training step of model G (whose result is the loss) with optimizer Opt (Sgd, Adam, AdamW).
@@ -236,8 +235,8 @@ consteval auto train_step() {
   static_assert(!(Opt.in_backward && Opt.clip_norm > 0),
                 "stag::train_step: in_backward updates each parameter before the global gradient "
                 "norm is known, so it cannot clip; set clip_norm = 0 or in_backward = false");
-  constexpr GraphSizes z = detail::build_train<G, Opt>().sizes();
-  return detail::build_train<G, Opt>().template freeze<z>();
+  // One build (see BoundedGraph); two only if the training graph outgrows its bound.
+  return freeze_once<&detail::build_train<G, Opt>, derived_bound(G.view(), 6)>();
 }
 
 }  // namespace stag

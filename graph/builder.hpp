@@ -50,6 +50,8 @@ struct GraphSizes {
 
 template <GraphSizes Z>
 struct Graph;
+template <GraphSizes B>
+struct BoundedGraph;
 
 class Builder {
  public:
@@ -80,13 +82,28 @@ class Builder {
     return shapes[static_cast<std::size_t>(node(n).shape)];
   }
   constexpr DType dtype(int n) const { return node(n).dtype; }
-  constexpr const Attrs& attr(int n) const { return view().attr(n); }
+  // NOTE: not view().attr(n): building a view costs seven span constructions (see intern_shape).
+  constexpr const Attrs& attr(int n) const {
+    const int a = node(n).attr;
+    return a < 0 ? kNoAttrs : attrs[static_cast<std::size_t>(a)];
+  }
   constexpr int size() const { return static_cast<int>(nodes.size()); }
 
+  // NOTE on compile memory: every function call a constant evaluation makes costs g++ about a
+  // kilobyte that is only freed after the whole TU has been parsed (vector::operator[], an
+  // iterator's ++ and * are calls). The scans below run once per node or per scope over whole
+  // tables, so they index raw pointers and compare plain fields before calling anything: this
+  // took bench/model_tf.cpp from 3.4 GB to (docs/shapes.md, "Compile cost").
   constexpr int intern_shape(const ShapeV& s) {
     // Recent shapes are the likeliest matches; graphs hold a few dozen distinct shapes.
-    for (int i = static_cast<int>(shapes.size()) - 1; i >= 0; --i)
-      if (identical(shapes[static_cast<std::size_t>(i)], s)) return i;
+    const ShapeV* t = shapes.data();
+    for (int i = static_cast<int>(shapes.size()) - 1; i >= 0; --i) {
+      bool same = t[i].rank == s.rank;
+      for (int d = 0; same && d < s.rank; ++d)
+        same = t[i].dims[d].coef == s.dims[d].coef && t[i].dims[d].nsym == s.dims[d].nsym &&
+               t[i].dims[d].nname == s.dims[d].nname;
+      if (same && identical(t[i], s)) return i;
+    }
     shapes.push_back(s);
     return static_cast<int>(shapes.size()) - 1;
   }
@@ -128,19 +145,21 @@ class Builder {
 
   constexpr std::int32_t child_scope(std::int32_t parent, std::string_view word,
                                      std::int32_t index) {
-    for (std::size_t i = 1; i < scopes.size(); ++i) {
-      const ScopeEntry& e = scopes[i];
-      if (e.parent == parent && e.index == index && e.word == word)
+    const ScopeEntry* e = scopes.data();  // NOTE: see intern_shape
+    const std::size_t n = scopes.size();
+    for (std::size_t i = 1; i < n; ++i)
+      if (e[i].parent == parent && e[i].index == index && e[i].word.size() == word.size() &&
+          e[i].word == word)
         return static_cast<std::int32_t>(i);
-    }
     scopes.push_back(ScopeEntry{parent, word, index});
     return static_cast<std::int32_t>(scopes.size()) - 1;
   }
 
   constexpr void add_sym(SymId id, std::string_view name) {
-    for (const SymEntry& s : syms) {
-      if (s.id != id) continue;
-      if (s.name != name)
+    const SymEntry* s = syms.data();  // NOTE: see intern_shape
+    for (std::size_t i = 0, n = syms.size(); i < n; ++i) {
+      if (s[i].id != id) continue;
+      if (s[i].name != name)
         throw GraphError("stag: two symbol names hash to the same id; rename one");
       return;
     }
@@ -148,18 +167,22 @@ class Builder {
   }
 
   constexpr void add_dim_name(SymId id, std::string_view name) {
-    for (const SymEntry& s : dim_names) {
-      if (s.id != id) continue;
-      if (s.name != name) throw GraphError("stag: two dim names hash to the same id; rename one");
+    const SymEntry* s = dim_names.data();  // NOTE: see intern_shape
+    for (std::size_t i = 0, n = dim_names.size(); i < n; ++i) {
+      if (s[i].id != id) continue;
+      if (s[i].name != name)
+        throw GraphError("stag: two dim names hash to the same id; rename one");
       return;
     }
     dim_names.push_back(SymEntry{id, name});
   }
 
   constexpr void add_output(int node, std::string_view name, int grad_of = -1) {
-    for (const OutputEntry& o : outputs)
-      if (grad_of < 0 && o.grad_of < 0 && o.name == name)
-        throw GraphError("stag: two graph outputs have the same name");
+    const OutputEntry* o = outputs.data();  // NOTE: see intern_shape
+    if (grad_of < 0)
+      for (std::size_t i = 0, n = outputs.size(); i < n; ++i)
+        if (o[i].grad_of < 0 && o[i].name.size() == name.size() && o[i].name == name)
+          throw GraphError("stag: two graph outputs have the same name");
     outputs.push_back(OutputEntry{node, name, grad_of});
   }
 
@@ -169,15 +192,28 @@ class Builder {
 
   // Checks made once the model function has returned: unique input and parameter names.
   constexpr void finish() const {
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      const Node& a = nodes[i];
-      if (!(a.flags & (kFlagInput | kFlagParam))) continue;
-      for (std::size_t j = i + 1; j < nodes.size(); ++j) {
-        const Node& b = nodes[j];
-        if ((b.flags & (kFlagInput | kFlagParam)) && a.scope == b.scope && a.leaf == b.leaf)
+    const Node* nd = nodes.data();  // NOTE: see intern_shape
+    const std::size_t n = nodes.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!(nd[i].flags & (kFlagInput | kFlagParam))) continue;
+      for (std::size_t j = i + 1; j < n; ++j)
+        if ((nd[j].flags & (kFlagInput | kFlagParam)) && nd[i].scope == nd[j].scope &&
+            nd[i].leaf.size() == nd[j].leaf.size() && nd[i].leaf == nd[j].leaf)
           throw GraphError("stag: two inputs or parameters have the same name; scope them apart");
-      }
     }
+  }
+
+  // Room for tables of these sizes. NOTE: a vector that grows in a constant evaluation costs
+  // g++ about 5 KB per element moved (freed only after parsing), three times what the push
+  // itself costs: the builders reserve what the graph will likely need up front.
+  constexpr void reserve(const GraphSizes& z) {
+    nodes.reserve(z.nodes);
+    shapes.reserve(z.shapes);
+    attrs.reserve(z.attrs);
+    scopes.reserve(z.scopes);
+    syms.reserve(z.syms);
+    outputs.reserve(z.outputs);
+    dim_names.reserve(z.dim_names);
   }
 
   constexpr GraphSizes sizes() const {
@@ -187,6 +223,8 @@ class Builder {
 
   template <GraphSizes Z>
   constexpr Graph<Z> freeze() const;
+  template <GraphSizes B>
+  constexpr struct BoundedGraph<B> freeze_bounded() const;
 };
 
 constexpr Scope Scope::operator/(std::string_view word) const {
@@ -242,15 +280,98 @@ struct Graph {
 template <GraphSizes Z>
 constexpr Graph<Z> Builder::freeze() const {
   Graph<Z> g;
-  for (std::size_t i = 0; i < Z.nodes; ++i) g.nodes[i] = nodes[i];
-  for (std::size_t i = 0; i < Z.shapes; ++i) g.shapes[i] = shapes[i];
-  for (std::size_t i = 0; i < Z.attrs; ++i) g.attrs[i] = attrs[i];
-  for (std::size_t i = 0; i < Z.scopes; ++i) g.scopes[i] = scopes[i];
-  for (std::size_t i = 0; i < Z.syms; ++i) g.syms[i] = syms[i];
-  for (std::size_t i = 0; i < Z.outputs; ++i) g.outputs[i] = outputs[i];
-  for (std::size_t i = 0; i < Z.dim_names; ++i) g.dim_names[i] = dim_names[i];
+  // NOTE: raw pointers, not operator[]: see intern_shape.
+  const auto copy = [](auto* to, const auto* from, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) to[i] = from[i];
+  };
+  copy(g.nodes.data(), nodes.data(), Z.nodes);
+  copy(g.shapes.data(), shapes.data(), Z.shapes);
+  copy(g.attrs.data(), attrs.data(), Z.attrs);
+  copy(g.scopes.data(), scopes.data(), Z.scopes);
+  copy(g.syms.data(), syms.data(), Z.syms);
+  copy(g.outputs.data(), outputs.data(), Z.outputs);
+  copy(g.dim_names.data(), dim_names.data(), Z.dim_names);
   g.result = result;
   return g;
+}
+
+// A graph frozen into arrays of at least its sizes (B), with the sizes it uses: the graph
+// passes that derive one graph from another build it once this way and copy it into a
+// Graph<used>, instead of building it twice (once for its sizes, once to freeze it), which
+// halves their compile memory. `fits` is false when a table outgrew B (then nothing is copied
+// and the caller builds twice).
+template <GraphSizes B>
+struct BoundedGraph {
+  Graph<B> g;
+  GraphSizes used;
+  bool fits = false;
+};
+
+constexpr bool fits_in(const GraphSizes& z, const GraphSizes& b) {
+  return z.nodes <= b.nodes && z.shapes <= b.shapes && z.attrs <= b.attrs && z.scopes <= b.scopes &&
+         z.syms <= b.syms && z.outputs <= b.outputs && z.dim_names <= b.dim_names;
+}
+
+template <GraphSizes B>
+constexpr BoundedGraph<B> Builder::freeze_bounded() const {
+  BoundedGraph<B> r;
+  r.used = sizes();
+  r.fits = fits_in(r.used, B);
+  if (!r.fits) return r;
+  // NOTE: raw pointers, not operator[]: see intern_shape.
+  const auto copy = [](auto* to, const auto* from, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) to[i] = from[i];
+  };
+  copy(r.g.nodes.data(), nodes.data(), nodes.size());
+  copy(r.g.shapes.data(), shapes.data(), shapes.size());
+  copy(r.g.attrs.data(), attrs.data(), attrs.size());
+  copy(r.g.scopes.data(), scopes.data(), scopes.size());
+  copy(r.g.syms.data(), syms.data(), syms.size());
+  copy(r.g.outputs.data(), outputs.data(), outputs.size());
+  copy(r.g.dim_names.data(), dim_names.data(), dim_names.size());
+  r.g.result = result;
+  return r;
+}
+
+// The first Z entries of a bounded graph's tables, as a graph of exactly its size.
+template <GraphSizes Z, GraphSizes B>
+constexpr Graph<Z> shrink(const BoundedGraph<B>& b) {
+  Graph<Z> g;
+  const auto copy = [](auto* to, const auto* from, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) to[i] = from[i];
+  };
+  copy(g.nodes.data(), b.g.nodes.data(), Z.nodes);
+  copy(g.shapes.data(), b.g.shapes.data(), Z.shapes);
+  copy(g.attrs.data(), b.g.attrs.data(), Z.attrs);
+  copy(g.scopes.data(), b.g.scopes.data(), Z.scopes);
+  copy(g.syms.data(), b.g.syms.data(), Z.syms);
+  copy(g.outputs.data(), b.g.outputs.data(), Z.outputs);
+  copy(g.dim_names.data(), b.g.dim_names.data(), Z.dim_names);
+  g.result = b.g.result;
+  return g;
+}
+
+// Bounds for a graph derived from another (a training graph: about 4x the nodes, 3.6x the
+// attributes, 2.5x the scopes, an output per parameter): `grow` times the node and attribute
+// tables, plus room. A graph that outgrows them is built twice instead (BoundedGraph).
+constexpr GraphSizes derived_bound(const GraphView& v, std::size_t grow) {
+  return {grow * v.nodes.size() + 64, 2 * v.shapes.size() + 32,
+          grow * v.attrs.size() + 64, 3 * v.scopes.size() + 32,
+          v.syms.size() + 8,          v.outputs.size() + v.nodes.size() / 2 + 16,
+          v.dim_names.size() + 8};
+}
+
+// Freezes the graph that Build() returns, building it once when it fits in B (the usual
+// case) and twice (sizes, then freeze) when it does not.
+template <Builder (*Build)(), GraphSizes B>
+consteval auto freeze_once() {
+  constexpr auto big = Build().template freeze_bounded<B>();
+  if constexpr (big.fits) {
+    return shrink<big.used>(big);
+  } else {
+    constexpr GraphSizes z = Build().sizes();
+    return Build().template freeze<z>();
+  }
 }
 
 // The graph passes `stag::model` runs on a finished model function: found by argument-dependent
@@ -276,16 +397,19 @@ constexpr void run_model(Builder& b) {
 }  // namespace detail
 
 namespace detail {
+// What the first pass reserves (a model's sizes are known only after it).
+inline constexpr GraphSizes kFirstPassReserve{2048, 128, 2048, 512, 16, 64, 16};
 template <class F>
 constexpr GraphSizes model_sizes() {
   Builder b;
+  b.reserve(kFirstPassReserve);
   run_model<F>(b);
   return b.sizes();
 }
 template <class F, GraphSizes Z>
 consteval Graph<Z> build_model() {
   Builder b;
-  b.nodes.reserve(Z.nodes);
+  b.reserve(Z);
   run_model<F>(b);
   return b.freeze<Z>();
 }

@@ -16,7 +16,7 @@ struct Ref {
   // shape (the table is a vector), e.g. in `sum_to(g * x(1), x(0).shape())`.
   constexpr ShapeV shape() const { return b->shape(id); }
   constexpr DType dtype() const { return b->dtype(id); }
-  constexpr int rank() const { return shape().rank; }
+  constexpr int rank() const { return b->shape(id).rank; }  // no copy of the shape
   constexpr bool valid() const { return b != nullptr && id >= 0; }
 };
 
