@@ -93,7 +93,7 @@ class Builder {
   // kilobyte that is only freed after the whole TU has been parsed (vector::operator[], an
   // iterator's ++ and * are calls). The scans below run once per node or per scope over whole
   // tables, so they index raw pointers and compare plain fields before calling anything: this
-  // took bench/model_tf.cpp from 3.4 GB to (docs/shapes.md, "Compile cost").
+  // helped take bench/model_tf.cpp from 3.4 GB to 1.2 GB (docs/shapes.md, "Compile memory").
   constexpr int intern_shape(const ShapeV& s) {
     // Recent shapes are the likeliest matches; graphs hold a few dozen distinct shapes.
     const ShapeV* t = shapes.data();
@@ -245,6 +245,26 @@ constexpr auto Scope::enter() const {
   return ScopeGuard(b, id);
 }
 
+namespace detail {
+// Copies n elements through raw pointers, not operator[] (compile memory: see intern_shape).
+template <class T>
+constexpr void copy_n(T* to, const T* from, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) to[i] = from[i];
+}
+// Copies the first z entries of each table, and the result (a Builder's or a Graph's).
+template <class To, class From>
+constexpr void copy_tables(To& to, const From& from, const GraphSizes& z) {
+  copy_n(to.nodes.data(), from.nodes.data(), z.nodes);
+  copy_n(to.shapes.data(), from.shapes.data(), z.shapes);
+  copy_n(to.attrs.data(), from.attrs.data(), z.attrs);
+  copy_n(to.scopes.data(), from.scopes.data(), z.scopes);
+  copy_n(to.syms.data(), from.syms.data(), z.syms);
+  copy_n(to.outputs.data(), from.outputs.data(), z.outputs);
+  copy_n(to.dim_names.data(), from.dim_names.data(), z.dim_names);
+  to.result = from.result;
+}
+}  // namespace detail
+
 // A finished graph: fixed-size arrays, usable in constant expressions and at run time.
 template <GraphSizes Z>
 struct Graph {
@@ -280,18 +300,7 @@ struct Graph {
 template <GraphSizes Z>
 constexpr Graph<Z> Builder::freeze() const {
   Graph<Z> g;
-  // NOTE: raw pointers, not operator[]: see intern_shape.
-  const auto copy = [](auto* to, const auto* from, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) to[i] = from[i];
-  };
-  copy(g.nodes.data(), nodes.data(), Z.nodes);
-  copy(g.shapes.data(), shapes.data(), Z.shapes);
-  copy(g.attrs.data(), attrs.data(), Z.attrs);
-  copy(g.scopes.data(), scopes.data(), Z.scopes);
-  copy(g.syms.data(), syms.data(), Z.syms);
-  copy(g.outputs.data(), outputs.data(), Z.outputs);
-  copy(g.dim_names.data(), dim_names.data(), Z.dim_names);
-  g.result = result;
+  detail::copy_tables(g, *this, Z);
   return g;
 }
 
@@ -318,18 +327,7 @@ constexpr BoundedGraph<B> Builder::freeze_bounded() const {
   r.used = sizes();
   r.fits = fits_in(r.used, B);
   if (!r.fits) return r;
-  // NOTE: raw pointers, not operator[]: see intern_shape.
-  const auto copy = [](auto* to, const auto* from, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) to[i] = from[i];
-  };
-  copy(r.g.nodes.data(), nodes.data(), nodes.size());
-  copy(r.g.shapes.data(), shapes.data(), shapes.size());
-  copy(r.g.attrs.data(), attrs.data(), attrs.size());
-  copy(r.g.scopes.data(), scopes.data(), scopes.size());
-  copy(r.g.syms.data(), syms.data(), syms.size());
-  copy(r.g.outputs.data(), outputs.data(), outputs.size());
-  copy(r.g.dim_names.data(), dim_names.data(), dim_names.size());
-  r.g.result = result;
+  detail::copy_tables(r.g, *this, r.used);
   return r;
 }
 
@@ -337,17 +335,7 @@ constexpr BoundedGraph<B> Builder::freeze_bounded() const {
 template <GraphSizes Z, GraphSizes B>
 constexpr Graph<Z> shrink(const BoundedGraph<B>& b) {
   Graph<Z> g;
-  const auto copy = [](auto* to, const auto* from, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) to[i] = from[i];
-  };
-  copy(g.nodes.data(), b.g.nodes.data(), Z.nodes);
-  copy(g.shapes.data(), b.g.shapes.data(), Z.shapes);
-  copy(g.attrs.data(), b.g.attrs.data(), Z.attrs);
-  copy(g.scopes.data(), b.g.scopes.data(), Z.scopes);
-  copy(g.syms.data(), b.g.syms.data(), Z.syms);
-  copy(g.outputs.data(), b.g.outputs.data(), Z.outputs);
-  copy(g.dim_names.data(), b.g.dim_names.data(), Z.dim_names);
-  g.result = b.g.result;
+  detail::copy_tables(g, b.g, Z);
   return g;
 }
 

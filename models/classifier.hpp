@@ -30,7 +30,7 @@ struct ClassifierConfig {
 // snippet-begin: docs-classifier-3
 template <const ClassifierConfig& C, class ST, class SI, class SK>
 constexpr auto classifier_encoder(Builder& g, Tensor<ST> table, Tensor<SI, DType::i32> ids,
-                                  Tensor<SK, DType::boolean> keep) {
+                                  KeepTokens<SK> keep) {
   using namespace dims;
   const LayerOptions lo{.norm = C.pre_norm ? NormPlacement::pre : NormPlacement::post,
                         .dropout = C.dropout};
@@ -48,12 +48,12 @@ template <const ClassifierConfig& C>
 constexpr auto classifier(Builder& g) {
   using namespace dims;
   auto ids = input<"ids", Shape<batch, seq>, DType::i32>(g);
-  auto keep = input<"keep", Shape<batch, seq>, DType::boolean>(g);
+  auto keep = keep_input<"keep", Shape<batch, seq>>(g);  // true at real tokens
   auto label = input<"label", Shape<batch>, DType::i32>(g);
   auto table = param<Shape<C.vocab, C.d_model>>(g / "tok", "weight", kEmbeddingInit);
   auto x = classifier_encoder<C>(g, table, ids, keep);
   auto logits =
-      linear<C.classes>(g / "head", masked_mean(x, keep)).named("logits").output("logits");
+      linear<C.classes>(g / "head", masked_mean(x, keep.values)).named("logits").output("logits");
   return cross_entropy(logits, label);
 }
 // snippet-end: docs-classifier-2
@@ -70,7 +70,7 @@ template <const ClassifierConfig& C>
 constexpr auto classifier_mlm(Builder& g) {
   using namespace dims;
   auto ids = input<"ids", Shape<batch, seq>, DType::i32>(g);
-  auto keep = input<"keep", Shape<batch, seq>, DType::boolean>(g);
+  auto keep = keep_input<"keep", Shape<batch, seq>>(g);
   auto where = input<"where", Shape<masked>, DType::i32>(g);
   auto targets = input<"targets", Shape<masked>, DType::i32>(g);
   auto table = param<Shape<C.vocab, C.d_model>>(g / "tok", "weight", kEmbeddingInit);
