@@ -109,7 +109,7 @@ template <const TransformerConfig& C>
 constexpr auto transformer_encode(Builder& g) {
   using namespace dims;
   auto src = input<"src", Shape<batch, src_seq>, DType::i32>(g);
-  auto src_keep = input<"src_keep", Shape<batch, src_seq>, DType::boolean>(g);
+  auto src_keep = keep_input<"src_keep", Shape<batch, src_seq>>(g);
   const LayerOptions lo{.norm = C.pre_norm ? NormPlacement::pre : NormPlacement::post,
                         .dropout = 0.0};
   auto src_table = param<Shape<C.src_vocab, C.d_model>>(g / "src_embed", "weight", kEmbeddingInit);
@@ -135,7 +135,7 @@ constexpr auto transformer_decode_step(Builder& g) {
   using namespace dims;
   auto ids = input<"ids", Shape<batch, chunk>, DType::i32>(g);
   auto pos = input<"pos", Shape<batch>, DType::i32>(g);
-  auto src_keep = input<"src_keep", Shape<batch, src_seq>, DType::boolean>(g);
+  auto src_keep = keep_input<"src_keep", Shape<batch, src_seq>>(g);
   const DecodeContext c = decode_context(g, pos);
   const LayerOptions lo{.norm = C.pre_norm ? NormPlacement::pre : NormPlacement::post,
                         .dropout = 0.0};

@@ -35,9 +35,9 @@ constexpr auto transformer(Builder& g) {
   static_assert(!C.shared_vocab || C.src_vocab == C.tgt_vocab,
                 "stag::transformer: a shared vocabulary needs src_vocab == tgt_vocab");
   auto src = input<"src", Shape<batch, src_seq>, DType::i32>(g);
-  auto src_keep = input<"src_keep", Shape<batch, src_seq>, DType::boolean>(g);
+  auto src_keep = keep_input<"src_keep", Shape<batch, src_seq>>(g);  // true at real tokens
   auto tgt_in = input<"tgt_in", Shape<batch, tgt_seq>, DType::i32>(g);
-  auto tgt_keep = input<"tgt_keep", Shape<batch, tgt_seq>, DType::boolean>(g);
+  auto tgt_keep = keep_input<"tgt_keep", Shape<batch, tgt_seq>>(g);
   auto tgt_out = input<"tgt_out", Shape<batch, tgt_seq>, DType::i32>(g);
   const LayerOptions lo{.norm = C.pre_norm ? NormPlacement::pre : NormPlacement::post,
                         .dropout = C.dropout};
