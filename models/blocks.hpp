@@ -196,5 +196,14 @@ constexpr auto masked_mean(Tensor<S, T> x, Tensor<SK, DType::boolean> keep) {
   return sum<1>(x * w) / safe;
 }
 // snippet-end: docs-encoder-4
+// The same with a typed token mask: a keep mask; a padding mask is refused (flip it with ~).
+template <class S, DType T, class SK, MaskPolarity P>
+constexpr auto masked_mean(Tensor<S, T> x, TokenMask<SK, P> keep) {
+  STAG_SHAPE_CHECK(P == MaskPolarity::keep,
+                   "stag::masked_mean: averages where its mask is true, but this is a padding "
+                   "mask (true at padding); pass ~pad (mask, polarity)",
+                   SK, detail::polarity_shown<P>);
+  return masked_mean(x, P == MaskPolarity::keep ? keep.values : !keep.values);
+}
 
 }  // namespace stag

@@ -53,7 +53,7 @@ constexpr auto classifier(Builder& g) {
   auto table = param<Shape<C.vocab, C.d_model>>(g / "tok", "weight", kEmbeddingInit);
   auto x = classifier_encoder<C>(g, table, ids, keep);
   auto logits =
-      linear<C.classes>(g / "head", masked_mean(x, keep.values)).named("logits").output("logits");
+      linear<C.classes>(g / "head", masked_mean(x, keep)).named("logits").output("logits");
   return cross_entropy(logits, label);
 }
 // snippet-end: docs-classifier-2

@@ -10,7 +10,7 @@ STAG_SYMBOL(seq);
 
 constexpr auto net = stag::model([](stag::Builder& g) {
   auto x = stag::input<"x", stag::Shape<batch, seq, 64>>(g);
-  auto keep = stag::input<"keep", stag::Shape<batch, seq>, stag::boolean>(g);
+  auto keep = stag::keep_input<"keep", stag::Shape<batch, seq>>(g);  // true at real tokens
   auto label = stag::input<"label", stag::Shape<batch>, stag::i32>(g);
   for (int l = 0; l < 2; ++l)  // a plain loop
     x = stag::encoder_layer<4, 256>(g / "enc" / l, x, stag::padding_keep(keep));
