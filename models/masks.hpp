@@ -6,7 +6,7 @@
 // in its type from the start (keep_input, padding_input): `~` flips the type with the values,
 // and the converters refuse the wrong polarity. The ops softmax, masked_fill and sdpa take an
 // AttentionMask too, and check its polarity and axis; a plain bool tensor stays the escape hatch
-// (docs/masks.md).
+// (docs/shapes.md, "Rules").
 #pragma once
 
 #include <stag/models/layers.hpp>
