@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <stag/graph/graph_view.hpp>
+#include <stag/graph/report.hpp>
 
 namespace stag {
 
@@ -71,8 +72,17 @@ class Builder {
   // returned: softmax(q k^T * scale (+ bias), keep) (dropout) @ v becomes one attention op.
   // A model function opts out with `g.fuse_attention = false;` (or keep_unfused(t) per node).
   bool fuse_attention = true;
+  // The first failed check on a run-time value (graph/report.hpp); model() reports it.
+  BuildFailure failure{};
 
   constexpr Builder() { scopes.push_back(ScopeEntry{}); }
+
+  // A check on a run-time value failed: while a model is built at compile time, record it (the
+  // layer goes on with a placeholder, and model() makes it one compile error); at run time, throw.
+  constexpr void fail(const BuildFailure& f) {
+    if (!std::is_constant_evaluated()) throw GraphError(std::string(f.text.c, f.text.n));
+    if (failure.check == BuildCheck::none) failure = f;
+  }
 
   constexpr GraphView view() const {
     return GraphView{nodes, shapes, attrs, scopes, syms, outputs, result, dim_names};
@@ -387,12 +397,17 @@ constexpr void run_model(Builder& b) {
 namespace detail {
 // What the first pass reserves (a model's sizes are known only after it).
 inline constexpr GraphSizes kFirstPassReserve{2048, 128, 2048, 512, 16, 64, 16};
+// What the first pass learns: the tables' sizes, and the first failed check on a run-time value.
+struct FirstPass {
+  GraphSizes sizes;
+  BuildFailure failure;
+};
 template <class F>
-constexpr GraphSizes model_sizes() {
+constexpr FirstPass model_sizes() {
   Builder b;
   b.reserve(kFirstPassReserve);
   run_model<F>(b);
-  return b.sizes();
+  return {b.sizes(), b.failure};
 }
 template <class F, GraphSizes Z>
 consteval Graph<Z> build_model() {
@@ -400,6 +415,27 @@ consteval Graph<Z> build_model() {
   b.reserve(Z);
   run_model<F>(b);
   return b.freeze<Z>();
+}
+// One error for a failed check on a run-time value, then the graph as built (with the layer's
+// placeholder), so that the lines using it compile.
+// A class, not a function: an error in a function called from model() would fail the constant
+// evaluation too (two more errors).
+template <BuildFailure X>
+struct failure_report {
+#if defined(__clang__)
+  static constexpr std::size_t size = sizeof(build_check_report<X.check, X.a, X.b>);
+#else
+  static constexpr std::size_t size = sizeof(shape_error<as_message<X.text>()>);
+#endif
+};
+template <>
+struct failure_report<BuildFailure{}> {
+  static constexpr std::size_t size = 0;
+};
+template <class F, FirstPass P>
+consteval Graph<P.sizes> checked_build() {
+  (void)failure_report<P.failure>::size;
+  return build_model<F, P.sizes>();
 }
 }  // namespace detail
 
@@ -411,12 +447,13 @@ template <class F>
 consteval auto model(F) {
 #if defined(__clang__)
   // clang says why a constant failed only when it initialises a named variable.
-  constexpr GraphSizes z = detail::model_sizes<F>();
-  return detail::build_model<F, z>();
+  constexpr detail::FirstPass p = detail::model_sizes<F>();
+  (void)detail::failure_report<p.failure>::size;
+  return detail::build_model<F, p.sizes>();
 #else
   // g++ reports a failed named constant again at every use (eight more errors); as a
   // template argument it is reported once, with the throw's line.
-  return detail::build_model<F, detail::model_sizes<F>()>();
+  return detail::checked_build<F, detail::model_sizes<F>()>();
 #endif
 }
 

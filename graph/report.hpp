@@ -160,10 +160,10 @@ struct hint_of<show::hint<K, I, J>> {
   static constexpr int kind = K, i = I, j = J;
 };
 
-template <fixed_string Msg, class A, class B, class H>
-constexpr Text render() {
+template <class A, class B, class H>
+constexpr Text render_text(std::string_view msg) {
   Text t;
-  t.put(Msg.view());
+  t.put(msg);
   if constexpr (ShapeType<A>) {
     t.put(": ");
     put_shape<A>(t);
@@ -191,6 +191,10 @@ constexpr Text render() {
     t.put(">");
   }
   return t;
+}
+template <fixed_string Msg, class A, class B, class H>
+constexpr Text render() {
+  return render_text<A, B, H>(Msg.view());
 }
 
 template <std::size_t N>
@@ -224,6 +228,64 @@ template <class S>
 using show_t = typename detail::show_shape<S>::type;
 template <class... S>
 using show_args = show::args<show_t<S>...>;
+
+// ---- checks on a run-time value --------------------------------------------------------------
+// A layer option such as AttentionOptions::rope is a value, known only while the model function
+// runs, so a check on it cannot be a static_assert in the layer. The layer records the failure
+// (Builder::fail) and goes on with a placeholder; model() then reports it as one error whose
+// first line names the layer and shows the dims, like STAG_SHAPE_CHECK's. g++ prints the message
+// rendered with both shapes; clang the message with the two numbers in its requirement. Each such
+// check has a line here (clang's static_assert needs its message as a literal).
+// clang-format off
+#define STAG_BUILD_CHECKS(X)                                                                       \
+  X(mha_rope_odd_head_dim, "stag::multi_head_attention: rope needs an even head dim, but d_model / heads is odd (d_model, heads)") \
+  X(gqa_rope_odd_head_dim, "stag::grouped_query_attention: rope needs an even head dim, but d_model / heads is odd (d_model, heads)")
+// clang-format on
+
+#define STAG_BUILD_CHECK_ENUM(name, msg) name,
+enum class BuildCheck : std::uint8_t { none, STAG_BUILD_CHECKS(STAG_BUILD_CHECK_ENUM) };
+#undef STAG_BUILD_CHECK_ENUM
+
+constexpr std::string_view build_check_message(BuildCheck c) {
+#define STAG_BUILD_CHECK_CASE(name, msg) \
+  case BuildCheck::name:                 \
+    return msg;
+  switch (c) {
+    STAG_BUILD_CHECKS(STAG_BUILD_CHECK_CASE)
+    case BuildCheck::none:
+      break;
+  }
+#undef STAG_BUILD_CHECK_CASE
+  return "stag: no failed check";
+}
+
+// The first failed check of a model function: which, the two dims clang shows, and the message
+// with both shapes (g++'s error, and the GraphError a graph built at run time throws).
+struct BuildFailure {
+  BuildCheck check = BuildCheck::none;
+  std::int64_t a = 0, b = 0;
+  detail::Text text{};
+};
+
+// The failure of check C for the shapes A and B (shown by g++) and the dims a and b (by clang).
+template <BuildCheck C, class A, class B>
+constexpr BuildFailure build_failure(std::int64_t a, std::int64_t b) {
+  return {C, a, b, detail::render_text<A, B, show::no_hint>(build_check_message(C))};
+}
+
+namespace detail {
+template <BuildCheck C, std::int64_t A, std::int64_t B>
+struct build_check_report;
+#define STAG_BUILD_CHECK_REPORT(name, msg)                                                        \
+  template <std::int64_t A, std::int64_t B>                                                       \
+  struct build_check_report<BuildCheck::name, A, B> {                                             \
+    static_assert(                                                                                \
+        ::stag::shape_check<false, show::args<show::shape<show::n<A>>, show::shape<show::n<B>>>>, \
+        msg);                                                                                     \
+  };
+STAG_BUILD_CHECKS(STAG_BUILD_CHECK_REPORT)
+#undef STAG_BUILD_CHECK_REPORT
+}  // namespace detail
 
 }  // namespace stag
 

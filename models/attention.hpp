@@ -221,14 +221,14 @@ constexpr auto heads_mask(M keep) {
     return unsqueeze<1>(keep.values);  // [B|1, 1, Sq|1, Sk]: the same mask for every head
 }
 
-// Rotary positions on q or k [B, H, S, Dh] when o.rope is set (the layers have checked that
-// a static Dh is even).
+// Rotary positions on q or k [B, H, S, Dh] when o.rope is set. With an odd static Dh the layer
+// has recorded its failed check, and x comes back unrotated as the placeholder.
 template <class S, DType T>
 constexpr Tensor<S, T> maybe_rope(Tensor<S, T> x, const AttentionOptions& o) {
   if (!o.rope) return x;
   constexpr DimV dh = S::value.dims[S::rank - 1];
   if constexpr (dh.is_static() && dh.coef % 2 != 0)
-    return x;  // NOTE: unreachable; the layer's check has already failed compilation
+    return x;
   else
     return rope(x, {.theta = o.rope_theta});
 }
@@ -282,9 +282,10 @@ constexpr auto multi_head_attention(Scope s, Tensor<SQ, T> xq, Tensor<SKV, T> xk
   } else {
     constexpr auto dh = named_as<dims::head_dim, dim_quotient<d, h>>;
     constexpr DimV dhv = dim_value<dh>();
-    if (o.rope && dhv.is_static() && dhv.coef % 2 != 0)
-      throw GraphError(
-          "stag::multi_head_attention: rope needs an even head dim (d_model / heads is odd)");
+    if constexpr (dhv.is_static() && dhv.coef % 2 != 0)
+      if (o.rope)  // one compile error, from model() (graph/report.hpp, STAG_BUILD_CHECKS)
+        s.b->fail(build_failure<BuildCheck::mha_rope_odd_head_dim, SQ, Shape<H>>(
+            dim_value<d>().coef, dim_value<H>().coef));
     auto guard = s.enter();
     auto q = split_heads<h>(linear<d>(s / "w_q", xq, o.bias));
     auto k = split_heads<h>(linear<d>(s / "w_k", xkv, o.bias));
@@ -330,9 +331,10 @@ constexpr auto grouped_query_attention(Scope s, Tensor<S, T> x, M keep, Attentio
     constexpr auto qh = prod<kvh, group>;
     constexpr auto dh = named_as<dims::head_dim, dim_quotient<d, H>>;
     constexpr DimV dhv = dim_value<dh>();
-    if (o.rope && dhv.is_static() && dhv.coef % 2 != 0)
-      throw GraphError(
-          "stag::grouped_query_attention: rope needs an even head dim (d_model / heads is odd)");
+    if constexpr (dhv.is_static() && dhv.coef % 2 != 0)
+      if (o.rope)  // one compile error, from model() (graph/report.hpp, STAG_BUILD_CHECKS)
+        s.b->fail(build_failure<BuildCheck::gqa_rope_odd_head_dim, S, Shape<H>>(
+            dim_value<d>().coef, dim_value<H>().coef));
     auto guard = s.enter();
     auto q = split_heads<qh>(linear<d>(s / "q_proj", x, false));
     auto k = split_heads<kvh>(linear<prod<kvh, dh>>(s / "k_proj", x, false));

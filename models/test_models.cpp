@@ -67,3 +67,35 @@ TEST_CASE("the bundled models' training graphs run no ref:any kernel", "[models]
 }
 
 }  // namespace
+
+// A check on a run-time option (AttentionOptions::rope over an odd head dim) is one compile error
+// when model() builds the graph (tests/compile_fail/*_rope_odd_head_dim.cpp); a graph built at
+// run time gets a GraphError with the same text, and nothing is recorded for an even head dim.
+TEST_CASE("rope over an odd head dim is refused by a graph built at run time", "[models]") {
+  using namespace stag::dims;
+  auto message = [](auto build) {
+    Builder b;
+    try {
+      build(b);
+    } catch (const GraphError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  CHECK(message([](Builder& b) {
+          auto x = input<"x", Shape<batch, seq, 36>>(b);
+          (void)grouped_query_attention<4, 2>(b / "attn", x, causal_keep<seq>(b), {.rope = true});
+        }) ==
+        "stag::grouped_query_attention: rope needs an even head dim, but d_model / heads "
+        "is odd (d_model, heads): [batch, seq, 36] and [4]");
+  CHECK(message([](Builder& b) {
+          auto x = input<"x", Shape<batch, seq, 36>>(b);
+          (void)multi_head_attention<4>(b / "attn", x, x, causal_keep<seq>(b), {.rope = true});
+        }) ==
+        "stag::multi_head_attention: rope needs an even head dim, but d_model / heads "
+        "is odd (d_model, heads): [batch, seq, 36] and [4]");
+  Builder ok;
+  auto x = input<"x", Shape<batch, seq, 36>>(ok);
+  (void)grouped_query_attention<4, 2>(ok / "attn", x, causal_keep<seq>(ok));  // no rope: fine
+  CHECK(ok.failure.check == BuildCheck::none);
+}
