@@ -9,6 +9,17 @@ namespace stag {
 
 enum class DType : std::uint8_t { f32, f64, bf16, i32, i64, boolean };
 
+// What a bool token mask means, where a graph input or an array says so: keep (true at real
+// tokens, stag's convention) or padding (true at padding, PyTorch's key_padding_mask). A graph
+// input declared with keep_input / padding_input carries it, so do the batches' masks
+// (runtime/array.hpp), and a session refuses a mask fed to an input of the other polarity.
+enum class MaskRole : std::uint8_t { none, keep, padding };
+constexpr std::string_view mask_role_text(MaskRole r) {
+  return r == MaskRole::keep      ? "a keep mask (true at real tokens)"
+         : r == MaskRole::padding ? "a padding mask (true at padding)"
+                                  : "a bool tensor";
+}
+
 inline constexpr DType f32 = DType::f32;
 inline constexpr DType f64 = DType::f64;
 inline constexpr DType bf16 = DType::bf16;

@@ -51,12 +51,12 @@ using PaddingTokens = TokenMask<S, MaskPolarity::ignore>;
 // tokens, padding_input<"pad", Shape<batch, seq>>(g) at padding.
 template <fixed_string Name, class S>
 constexpr auto keep_input(Builder& g) {
-  auto m = input<Name, S, DType::boolean>(g);
+  auto m = input<Name, S, DType::boolean>(g, MaskRole::keep);
   return KeepTokens<typename decltype(m)::shape_type>{m};
 }
 template <fixed_string Name, class S>
 constexpr auto padding_input(Builder& g) {
-  auto m = input<Name, S, DType::boolean>(g);
+  auto m = input<Name, S, DType::boolean>(g, MaskRole::padding);
   return PaddingTokens<typename decltype(m)::shape_type>{m};
 }
 // Declares the polarity of a bool tensor computed in the graph (ids != pad_id, say).

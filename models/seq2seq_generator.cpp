@@ -94,6 +94,7 @@ void Seq2SeqGenerator::encode(const Array& src, const Array& src_keep, std::int6
           row_bytes);
   }
   src_keep_ = Array(DType::boolean, {rows, s});
+  src_keep_.set_mask_role(MaskRole::keep);
   for (std::int64_t r = 0; r < rows; ++r)
     std::memcpy(src_keep_.data<bool>() + r * s, src_keep.data<bool>() + (r / copies) * s,
                 static_cast<std::size_t>(s) * sizeof(bool));

@@ -3,6 +3,8 @@
 // masks and give what the plain-tensor forms give for the same positions, computed by hand here.
 #include <cmath>
 
+#include <stag/models/data/batch.hpp>
+
 #include "op_harness.hpp"
 
 namespace {
@@ -77,5 +79,42 @@ TEST_CASE("typed masks: the converters and ops mask the keys they say", "[masks]
   th::require_close(e["fill"], fill, 0);
   th::require_close(e["soft3"], expected(s3, 1).first, 1e-6);
   th::require_close(e["attn_typed"], e["attn_plain"], 0);
+}
+
+// The polarity declared by keep_input / padding_input is checked against an array that says
+// its own (the batches' masks say keep): the wrong one is refused with both named, a plain
+// array (no role) is accepted, and flip_mask gives the other polarity with negated values.
+TEST_CASE("typed masks: a session refuses a mask of the other polarity", "[masks]") {
+  const std::int64_t b = 2, n = 4;
+  const Array s = th::random_array(DType::f32, {b, 2, n, n}, 11);
+  const Array s3 = th::random_array(DType::f32, {b, n, n}, 12);
+  Array keep =
+      Array::from_vector<bool>({b, n}, {true, true, false, true, false, false, true, false});
+  keep.set_mask_role(MaskRole::keep);
+  const Array pad = flip_mask(keep);
+  CHECK(pad.mask_role() == MaskRole::padding);
+  CHECK(pad.to_doubles() == std::vector<double>{0, 0, 1, 0, 1, 1, 0, 1});
+  CHECK(flip_mask(pad).mask_role() == MaskRole::keep);
+  auto run = [&](const Array& k, const Array& p) {
+    return evaluate_reference(typed, {{"keep", k}, {"pad", p}, {"s", s}, {"s3", s3}}, {});
+  };
+  const Evaluation right = run(keep, pad);
+  try {
+    (void)run(pad, pad);
+    FAIL("a padding mask fed to keep_input was accepted");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) ==
+          "stag: input 'keep' is declared a keep mask (true at real tokens) but was given a "
+          "padding mask (true at padding): flip it (stag::flip_mask) or feed the mask the graph "
+          "declares");
+  }
+  CHECK_THROWS_WITH(run(keep, keep), Catch::Contains("input 'pad' is declared a padding mask"));
+  // A plain bool array says nothing and is taken as it is.
+  Array plain_pad = pad.clone();
+  plain_pad.set_mask_role(MaskRole::none);
+  th::require_close(run(keep, plain_pad)["soft_pad"], right["soft_pad"], 0);
+  // The batches' masks say keep.
+  const data::PaddedIds padded = data::pad_batch({{5, 6}, {7}}, std::vector<std::size_t>{0, 1}, {});
+  CHECK(padded.keep.mask_role() == MaskRole::keep);
 }
 }  // namespace

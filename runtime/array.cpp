@@ -66,8 +66,22 @@ std::vector<double> Array::to_doubles() const {
 Array Array::to(DType t, bool always_copy) const {
   if (t == dtype_ && !always_copy) return *this;
   Array out(t, dims_);
+  out.mask_role_ = mask_role_;
   const TensorView src = view(), dst = out.view();
   for (std::int64_t i = 0; i < numel(); ++i) kernel::store(dst, i, kernel::load(src, i));
+  return out;
+}
+
+Array flip_mask(const Array& mask) {
+  if (mask.dtype() != DType::boolean)
+    throw Error("stag: flip_mask: expected a bool mask, got " + mask.describe());
+  Array out(DType::boolean, mask.dims());
+  const bool* in = mask.data<bool>();
+  bool* o = out.data<bool>();
+  for (std::int64_t i = 0; i < mask.numel(); ++i) o[i] = !in[i];
+  out.set_mask_role(mask.mask_role() == MaskRole::keep      ? MaskRole::padding
+                    : mask.mask_role() == MaskRole::padding ? MaskRole::keep
+                                                            : MaskRole::none);
   return out;
 }
 

@@ -64,14 +64,24 @@ class Array {
   std::string shape_string() const;
   std::string describe() const { return std::string(dtype_name(dtype_)) + " " + shape_string(); }
 
+  // For a bool token mask: what true means (graph/dtype.hpp). The batches (models/data) say
+  // keep; a session refuses a mask fed to an input declared with the other polarity. Copies,
+  // clone() and to() keep it; none (the default) is accepted by any bool input.
+  MaskRole mask_role() const { return mask_role_; }
+  void set_mask_role(MaskRole r) { mask_role_ = r; }
+
  private:
   struct Free {
     void operator()(std::byte* p) const;
   };
   DType dtype_ = DType::f32;
+  MaskRole mask_role_ = MaskRole::none;
   std::vector<std::int64_t> dims_;
   std::shared_ptr<std::byte> data_;
 };
+
+// The same tokens with the other polarity: the values negated, keep <-> padding (a bool array).
+Array flip_mask(const Array& mask);
 
 std::string dims_string(const std::vector<std::int64_t>& dims);
 

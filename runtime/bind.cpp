@@ -94,6 +94,13 @@ struct Binder {
       throw Error("stag: " + what + ": expected dtype " + std::string(dtype_name(n.dtype)) +
                   ", got " + std::string(dtype_name(a.dtype())) + " (expected " + expected +
                   ", got " + a.describe() + ")");
+    if (n.attr >= 0 && n.dtype == DType::boolean && a.mask_role() != MaskRole::none) {
+      const auto role = static_cast<MaskRole>(g.attr(node).i[0]);
+      if (role != MaskRole::none && role != a.mask_role())
+        throw Error("stag: " + what + " is declared " + std::string(mask_role_text(role)) +
+                    " but was given " + std::string(mask_role_text(a.mask_role())) +
+                    ": flip it (stag::flip_mask) or feed the mask the graph declares");
+    }
     if (a.rank() != s.rank)
       throw Error("stag: " + what + ": expected rank " + std::to_string(s.rank) + " " +
                   shape_text(g, s) + ", got rank " + std::to_string(a.rank()) + " " +

@@ -22,8 +22,9 @@ constexpr auto linear(Scope s, Tensor<S> x) {
   return matmul(x, w) + b;
 }
 
-// Multi-head self-attention with a [batch, seq] padding mask (true = keep), as the articles
-// write it by hand: project, split heads, scale, mask, softmax, mix values, merge heads.
+// Multi-head self-attention with a [batch, seq] keep mask (a KeepTokens: true at real tokens),
+// as the articles write it by hand: project, split heads, scale, mask, softmax, mix values,
+// merge heads. padding_keep makes the mask [batch, 1, seq], which softmax broadcasts over heads.
 template <class X, class K>
 constexpr auto self_attention(Scope s, X x, K keep) {
   auto guard = s.enter();
@@ -34,7 +35,7 @@ constexpr auto self_attention(Scope s, X x, K keep) {
   auto k = heads(s / "k");
   auto v = heads(s / "v");
   auto scores = (matmul_nt(q, k) * kScale).named("scores");
-  auto weights = softmax<-1>(scores, unsqueeze<1>(unsqueeze<1>(keep))).named("weights");
+  auto weights = softmax<-1>(scores, padding_keep(keep)).named("weights");
   auto ctx = view<batch, seq, kModel>(transpose<1, 2>(matmul(weights, v)));
   return linear<kModel>(s / "out", ctx);
 }
@@ -63,7 +64,7 @@ constexpr auto squared_error(Builder& g, Y y) {
 
 constexpr auto attention_block = model([](Builder& g) {
   auto x = input<"x", Shape<batch, seq, kModel>>(g);
-  auto keep = input<"keep", Shape<batch, seq>, boolean>(g);
+  auto keep = keep_input<"keep", Shape<batch, seq>>(g);
   return squared_error(g, self_attention(g / "attn", x, keep));
 });
 
@@ -71,7 +72,7 @@ template <int Layers>
 consteval auto make_encoder() {
   return model([](Builder& g) {
     auto x = input<"x", Shape<batch, seq, kModel>>(g);
-    auto keep = input<"keep", Shape<batch, seq>, boolean>(g);
+    auto keep = keep_input<"keep", Shape<batch, seq>>(g);
     Tensor<Shape<batch, seq, kModel>> h = x;
     for (int l = 0; l < Layers; ++l) h = encoder_layer(g / "enc" / l, h, keep);
     return squared_error(g, h);

@@ -10,7 +10,7 @@ using namespace stag::dims;  // the symbols batch, seq, src_seq, tgt_seq
 // snippet-begin: single_head
 constexpr auto single_head = model([](Builder& g) {
   auto x = input<"x", Shape<batch, seq, 32>>(g);
-  auto keep = input<"keep", Shape<batch, seq>, DType::boolean>(g);  // false at padding
+  auto keep = keep_input<"keep", Shape<batch, seq>>(g);  // true at real tokens
   // d_k = 16 for queries and keys, d_v = 24 for values: out is [batch, seq, 24].
   return single_head_attention<16, 24>(g / "attn", x, padding_keep(keep)).out;
 });
@@ -19,7 +19,7 @@ constexpr auto single_head = model([](Builder& g) {
 // snippet-begin: mha
 constexpr auto self_attention = model([](Builder& g) {
   auto x = input<"x", Shape<batch, seq, 64>>(g);
-  auto keep = input<"keep", Shape<batch, seq>, DType::boolean>(g);  // false at padding
+  auto keep = keep_input<"keep", Shape<batch, seq>>(g);  // true at real tokens
   auto mask = padding_keep(keep) & causal_keep<seq>(g);  // [batch, 1, seq] & [1, seq, seq]
   auto a = multi_head_attention<4>(g / "attn", x, x, mask);
   a.weights.output("weights");  // [batch, 4, seq, seq], readable after a run
@@ -31,7 +31,7 @@ constexpr auto self_attention = model([](Builder& g) {
 constexpr auto cross_attention = model([](Builder& g) {
   auto y = input<"y", Shape<batch, tgt_seq, 64>>(g);            // queries: decoder states
   auto memory = input<"memory", Shape<batch, src_seq, 64>>(g);  // keys and values: encoder output
-  auto src_keep = input<"src_keep", Shape<batch, src_seq>, DType::boolean>(g);
+  auto src_keep = keep_input<"src_keep", Shape<batch, src_seq>>(g);
   return multi_head_attention<4>(g / "cross", y, memory, padding_keep(src_keep)).out;
 });
 // snippet-end: cross

@@ -10,7 +10,7 @@ using namespace stag::dims;
 template <NormPlacement Norm>
 constexpr auto encoder = model([](Builder& g) {
   auto x = input<"x", Shape<batch, seq, 64>>(g);
-  auto keep = input<"keep", Shape<batch, seq>, DType::boolean>(g);  // false at padding
+  auto keep = keep_input<"keep", Shape<batch, seq>>(g);  // true at real tokens
   const LayerOptions o{.norm = Norm, .dropout = 0.1, .act = Activation::gelu};
   for (int l = 0; l < 3; ++l)  // a plain loop: compile time grows linearly with depth
     x = encoder_layer<4, 256>(g / "enc" / l, x, padding_keep(keep), o);

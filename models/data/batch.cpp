@@ -51,6 +51,7 @@ PaddedIds pad_batch(const std::vector<std::vector<std::int32_t>>& seqs,
   PaddedIds out{Array(DType::i32, {b, static_cast<std::int64_t>(s)}),
                 Array(DType::boolean, {b, static_cast<std::int64_t>(s)}), 0};
   std::int32_t* ids = out.ids.data<std::int32_t>();
+  out.keep.set_mask_role(MaskRole::keep);  // a session refuses it for a padding_input
   bool* keep = out.keep.data<bool>();
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const std::vector<std::int32_t>& seq = seqs[rows[i]];
@@ -245,6 +246,7 @@ LmBatch make_lm_batch(const std::vector<std::int32_t>& stream, std::span<const s
   const auto b = static_cast<std::int64_t>(starts.size());
   const auto s = static_cast<std::int64_t>(seq_len);
   LmBatch out{Array(DType::i32, {b, s}), Array(DType::i32, {b, s}), Array(DType::boolean, {b, s})};
+  out.keep.set_mask_role(MaskRole::keep);
   for (std::size_t i = 0; i < starts.size(); ++i) {
     if (starts[i] + seq_len + 1 > stream.size())
       throw Error("stag::data: make_lm_batch: window at " + std::to_string(starts[i]) + " needs " +
