@@ -7,6 +7,7 @@
 #include <string_view>
 #include <utility>
 
+#include <stag/graph/dtype.hpp>
 #include <stag/graph/shape.hpp>
 
 namespace stag {
@@ -31,7 +32,15 @@ struct named {};
 template <int Kind, int I, int J>
 struct hint {};
 using no_hint = hint<0, 0, 0>;
+// A shape with its dtype (a dtype check shows both operands' dtypes and shapes).
+template <DType T, class Shape>
+struct typed {};
 }  // namespace show
+
+// STAG_SHAPE_CHECK(..., with_dtype<S, T>, ...) shows "f32 [batch, seq]" (g++) or
+// show::typed<DType::f32, show::shape<...>> (clang).
+template <class S, DType T>
+struct with_dtype {};
 
 namespace detail {
 template <class T>
@@ -74,6 +83,10 @@ struct show_shape;
 template <auto... Ds>
 struct show_shape<Shape<Ds...>> {
   using type = show::shape<decltype(show_dim<Ds>())...>;
+};
+template <class S, DType T>
+struct show_shape<with_dtype<S, T>> {
+  using type = show::typed<T, typename show_shape<S>::type>;
 };
 template <class S>
 requires(!ShapeType<S>) struct show_shape<S> {
@@ -119,9 +132,24 @@ constexpr void put_dim(Text& t) {
     (t, D);
   }
 }
+template <class T>
+struct is_with_dtype : std::false_type {};
+template <class S, DType T>
+struct is_with_dtype<with_dtype<S, T>> : std::true_type {
+  using shape = S;
+  static constexpr DType dtype = T;
+};
+// A shape, or a with_dtype's dtype and shape.
+template <class S>
+constexpr bool shown_as_shape = ShapeType<S> || is_with_dtype<S>::value;
+
 template <class S>
 constexpr void put_shape(Text& t) {
-  if constexpr (ShapeType<S>) {
+  if constexpr (is_with_dtype<S>::value) {
+    t.put(dtype_name(is_with_dtype<S>::dtype));
+    t.put(" ");
+    put_shape<typename is_with_dtype<S>::shape>(t);
+  } else if constexpr (ShapeType<S>) {
     []<auto... Ds>(Text & tt, Shape<Ds...>) {
       tt.put("[");
       bool first = true;
@@ -164,11 +192,11 @@ template <class A, class B, class H>
 constexpr Text render_text(std::string_view msg) {
   Text t;
   t.put(msg);
-  if constexpr (ShapeType<A>) {
+  if constexpr (shown_as_shape<A>) {
     t.put(": ");
     put_shape<A>(t);
   }
-  if constexpr (ShapeType<B>) {
+  if constexpr (shown_as_shape<B>) {
     t.put(" and ");
     put_shape<B>(t);
   } else if constexpr (requires { B::shown; }) {

@@ -41,8 +41,9 @@ constexpr auto argmax(Tensor<S, T> x, K...) {
   constexpr ShapeResult r = rules::argmax(S::value, T, Axis, keep);
   STAG_SHAPE_CHECK(r.err != ShapeErr::axis, "stag::argmax: axis out of range for the input's rank",
                    S, void);
-  static_assert(r.err != ShapeErr::dtype,
-                "stag::argmax: input must be f32, f64, i32 or i64 (cast a bool mask first)");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::dtype,
+                   "stag::argmax: input must be f32, f64, i32 or i64 (cast a bool mask first)",
+                   with_dtype<S, T>, void);
   if constexpr (r.ok())
     return typed<r.shape, DType::i32, S>(argmax(x.ref(), Axis, keep));
   else

@@ -43,23 +43,25 @@ STAG_BINARY_OPDEF(minimum, "min", 0b11)
 STAG_BINARY_OPDEF(maximum, "max", 0b11)
 #undef STAG_BINARY_OPDEF
 
-#define STAG_BINARY_FN(fn, id)                                                                     \
-  constexpr Ref fn(Ref a, Ref b) {                                                                 \
-    return emit(OpId::id, #id, {a, b}, rules::arith(a.shape(), a.dtype(), b.shape(), b.dtype()));  \
-  }                                                                                                \
-  template <class SA, DType TA, class SB, DType TB>                                                \
-  constexpr auto fn(Tensor<SA, TA> a, Tensor<SB, TB> b) {                                          \
-    constexpr ShapeResult r = rules::arith(SA::value, TA, SB::value, TB);                          \
-    static_assert(r.err != ShapeErr::dtype,                                                        \
-                  "stag::" #id ": operands must have the same numeric dtype (no implicit casts)"); \
-    STAG_SHAPE_CHECK(r.err != ShapeErr::broadcast,                                                 \
-                     "stag::" #id                                                                  \
-                     ": shapes are not broadcastable (numpy rules; symbols match by name)",        \
-                     SA, SB);                                                                      \
-    if constexpr (r.ok())                                                                          \
-      return typed<r.shape, r.dtype, SA, SB>(fn(a.ref(), b.ref()));                                \
-    else                                                                                           \
-      return a;                                                                                    \
+#define STAG_BINARY_FN(fn, id)                                                                    \
+  constexpr Ref fn(Ref a, Ref b) {                                                                \
+    return emit(OpId::id, #id, {a, b}, rules::arith(a.shape(), a.dtype(), b.shape(), b.dtype())); \
+  }                                                                                               \
+  template <class SA, DType TA, class SB, DType TB>                                               \
+  constexpr auto fn(Tensor<SA, TA> a, Tensor<SB, TB> b) {                                         \
+    constexpr ShapeResult r = rules::arith(SA::value, TA, SB::value, TB);                         \
+    STAG_SHAPE_CHECK(r.err != ShapeErr::dtype,                                                    \
+                     "stag::" #id                                                                 \
+                     ": operands must have the same numeric dtype (no implicit casts)",           \
+                     with_dtype<SA, TA>, with_dtype<SB, TB>);                                     \
+    STAG_SHAPE_CHECK(r.err != ShapeErr::broadcast,                                                \
+                     "stag::" #id                                                                 \
+                     ": shapes are not broadcastable (numpy rules; symbols match by name)",       \
+                     SA, SB);                                                                     \
+    if constexpr (r.ok())                                                                         \
+      return typed<r.shape, r.dtype, SA, SB>(fn(a.ref(), b.ref()));                               \
+    else                                                                                          \
+      return a;                                                                                   \
   }
 STAG_BINARY_FN(add, add)
 STAG_BINARY_FN(sub, sub)

@@ -81,9 +81,6 @@ constexpr auto concat(Tensor<Ss, Ts>... xs) {
   constexpr ShapeV shapes[sizeof...(xs) + 1] = {Ss::value...};
   constexpr DType types[sizeof...(xs) + 1] = {Ts...};
   constexpr ShapeResult r = rules::concat(shapes, types, sizeof...(xs), Axis);
-  static_assert(r.err != ShapeErr::dtype, "stag::concat: all inputs must have the same dtype");
-  static_assert(r.err != ShapeErr::axis, "stag::concat: axis out of range for the inputs' rank");
-  static_assert(r.err != ShapeErr::rank, "stag::concat: all inputs must have the same rank");
   // The error shows the first input and the first one that does not concatenate with it.
   constexpr int bad = [&] {
     for (int k = 1; k < int{sizeof...(xs)}; ++k) {
@@ -95,6 +92,12 @@ constexpr auto concat(Tensor<Ss, Ts>... xs) {
   }();
   using First = std::tuple_element_t<0, std::tuple<Ss...>>;
   using Bad = std::tuple_element_t<static_cast<std::size_t>(bad), std::tuple<Ss...>>;
+  STAG_SHAPE_CHECK(r.err != ShapeErr::dtype, "stag::concat: all inputs must have the same dtype",
+                   with_dtype<First, types[0]>, with_dtype<Bad, types[bad]>);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::axis, "stag::concat: axis out of range for the inputs' rank",
+                   First, void);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::rank, "stag::concat: all inputs must have the same rank",
+                   First, Bad);
   STAG_SHAPE_CHECK(
       r.err != ShapeErr::concat_dims,
       "stag::concat: the inputs' dims differ outside the concat axis (they must be equal)", First,

@@ -82,10 +82,12 @@ constexpr Ref cross_entropy_backward(Ref logits, Ref labels, Ref g, const Attrs&
 template <class SL, DType TL, class SY, DType TY>
 constexpr auto cross_entropy(Tensor<SL, TL> logits, Tensor<SY, TY> labels, CrossEntropyOptions o) {
   constexpr ShapeResult r = rules::cross_entropy(SL::value, TL, SY::value, TY);
-  static_assert(r.err != ShapeErr::dtype, "stag::cross_entropy: the logits must be f32 or f64");
-  static_assert(r.err != ShapeErr::index_dtype,
-                "stag::cross_entropy: labels must be i32 or i64 class indices (for soft targets, "
-                "write -sum(target * log_softmax(logits)))");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::dtype, "stag::cross_entropy: the logits must be f32 or f64",
+                   with_dtype<SL, TL>, void);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::index_dtype,
+                   "stag::cross_entropy: labels must be i32 or i64 class indices (for soft "
+                   "targets, write -sum(target * log_softmax(logits)))",
+                   with_dtype<SL, TL>, with_dtype<SY, TY>);
   STAG_SHAPE_CHECK(r.err != ShapeErr::rank,
                    "stag::cross_entropy: the logits need a class dim [..., C]", SL, void);
   STAG_SHAPE_CHECK(r.err != ShapeErr::labels,

@@ -45,9 +45,10 @@ constexpr auto cumsum(Tensor<S, T> x, R...) {
   static_assert((std::is_same_v<R, ReverseScan> && ...) && sizeof...(R) <= 1,
                 "stag::cumsum: the only option is stag::reverse_scan");
   constexpr ShapeResult r = rules::cumsum(S::value, T, Axis);
-  static_assert(r.err != ShapeErr::dtype,
-                "stag::cumsum: input must be f32 or f64; for an integer tensor write cast<f32>(x) "
-                "first");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::dtype,
+                   "stag::cumsum: input must be f32 or f64; for an integer tensor write "
+                   "cast<f32>(x) first",
+                   with_dtype<S, T>, void);
   STAG_SHAPE_CHECK(r.err != ShapeErr::axis,
                    "stag::cumsum: axis out of range for the input's rank (valid: -rank .. rank-1; "
                    "a [] scalar has no axis)",

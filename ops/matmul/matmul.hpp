@@ -82,8 +82,9 @@ using transposed_t = typename transposed<S>::type;
 template <bool TA, bool TB, class SA, DType DA, class SB, DType DB>
 constexpr auto matmul_typed(Tensor<SA, DA> a, Tensor<SB, DB> b) {
   constexpr ShapeResult r = rules::matmul(SA::value, DA, SB::value, DB, TA, TB);
-  static_assert(r.err != ShapeErr::dtype,
-                "stag::matmul: operands must be floating point tensors of the same dtype");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::dtype,
+                   "stag::matmul: operands must be floating point tensors of the same dtype",
+                   with_dtype<SA, DA>, with_dtype<SB, DB>);
   STAG_SHAPE_CHECK(r.err != ShapeErr::rank, "stag::matmul: both operands need at least 2 dims", SA,
                    SB);
   STAG_SHAPE_CHECK(

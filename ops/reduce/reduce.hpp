@@ -74,7 +74,8 @@ constexpr Attrs reduce_attrs(std::uint32_t mask, bool keep) {
     STAG_SHAPE_CHECK(distinct,                                                                     \
                      "stag::" #fn ": an axis is named twice (e.g. 1 and -2 of a rank-3 input)", S, \
                      void);                                                                        \
-    static_assert(r.err != ShapeErr::dtype, "stag::" #fn ": " dtype_message);                      \
+    STAG_SHAPE_CHECK(r.err != ShapeErr::dtype, "stag::" #fn ": " dtype_message, with_dtype<S, T>,  \
+                     void);                                                                        \
     if constexpr (r.ok() && distinct)                                                              \
       return typed<r.shape, T, S>(fn(x.ref(), mask, keep));                                        \
     else                                                                                           \

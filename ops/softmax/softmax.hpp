@@ -93,8 +93,9 @@ constexpr Ref log_softmax_backward(Ref y, Ref g, int axis) {
 template <int Axis, class S, DType T>
 constexpr auto softmax(Tensor<S, T> x) {
   constexpr ShapeResult r = rules::softmax(S::value, T, Axis);
-  static_assert(r.err != ShapeErr::dtype,
-                "stag::softmax: input must be floating point (f32 or f64)");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::dtype,
+                   "stag::softmax: input must be floating point (f32 or f64)", with_dtype<S, T>,
+                   void);
   STAG_SHAPE_CHECK(r.err != ShapeErr::axis, "stag::softmax: axis out of range for the input's rank",
                    S, void);
   if constexpr (r.ok())
@@ -106,8 +107,9 @@ constexpr auto softmax(Tensor<S, T> x) {
 template <int Axis, class S, DType T, class SM, DType TM>
 constexpr auto softmax(Tensor<S, T> x, Tensor<SM, TM> keep) {
   constexpr ShapeResult r = rules::masked_softmax(S::value, T, Axis, SM::value, TM);
-  static_assert(r.err != ShapeErr::dtype,
-                "stag::softmax: input must be floating point (f32 or f64)");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::dtype,
+                   "stag::softmax: input must be floating point (f32 or f64)", with_dtype<S, T>,
+                   void);
   STAG_SHAPE_CHECK(r.err != ShapeErr::axis, "stag::softmax: axis out of range for the input's rank",
                    S, void);
   STAG_SHAPE_CHECK(r.err != ShapeErr::mask_dtype, "stag::softmax: the mask must be a bool tensor",
@@ -129,8 +131,9 @@ constexpr auto softmax(Tensor<S, T> x, Tensor<SM, TM> keep) {
 template <int Axis, class S, DType T>
 constexpr auto log_softmax(Tensor<S, T> x) {
   constexpr ShapeResult r = rules::softmax(S::value, T, Axis);
-  static_assert(r.err != ShapeErr::dtype,
-                "stag::log_softmax: input must be floating point (f32 or f64)");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::dtype,
+                   "stag::log_softmax: input must be floating point (f32 or f64)", with_dtype<S, T>,
+                   void);
   STAG_SHAPE_CHECK(r.err != ShapeErr::axis,
                    "stag::log_softmax: axis out of range for the input's rank", S, void);
   if constexpr (r.ok())

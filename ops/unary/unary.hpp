@@ -67,18 +67,18 @@ constexpr Ref unary(OpId id, std::string_view name, Ref x, bool ints_ok = false,
 }
 
 // The typed front-ends: one static_assert, and no node when it fails (one error, no cascade).
-#define STAG_UNARY_FN(fn, ints_ok, message)                      \
-  constexpr Ref fn(Ref x) {                                      \
-    return unary(OpId::fn, #fn, x, ints_ok);                     \
-  }                                                              \
-  template <class S, DType T>                                    \
-  constexpr auto fn(Tensor<S, T> x) {                            \
-    constexpr bool ok = rules::unary(S::value, T, ints_ok).ok(); \
-    static_assert(ok, "stag::" #fn ": " message);                \
-    if constexpr (ok)                                            \
-      return Tensor<S, T>{x.b, fn(x.ref()).id};                  \
-    else                                                         \
-      return x;                                                  \
+#define STAG_UNARY_FN(fn, ints_ok, message)                                  \
+  constexpr Ref fn(Ref x) {                                                  \
+    return unary(OpId::fn, #fn, x, ints_ok);                                 \
+  }                                                                          \
+  template <class S, DType T>                                                \
+  constexpr auto fn(Tensor<S, T> x) {                                        \
+    constexpr bool ok = rules::unary(S::value, T, ints_ok).ok();             \
+    STAG_SHAPE_CHECK(ok, "stag::" #fn ": " message, with_dtype<S, T>, void); \
+    if constexpr (ok)                                                        \
+      return Tensor<S, T>{x.b, fn(x.ref()).id};                              \
+    else                                                                     \
+      return x;                                                              \
   }
 #define STAG_FLOAT_ONLY "input must be f32 or f64; for an integer tensor write cast<f32>(x) first"
 #define STAG_NUMERIC "input must be f32, f64, i32 or i64 (not bool or bf16)"
@@ -105,7 +105,7 @@ constexpr Ref pow_scalar(Ref x, double p) {
 template <class S, DType T>
 constexpr auto pow_scalar(Tensor<S, T> x, double p) {
   constexpr bool ok = rules::unary(S::value, T, false).ok();
-  static_assert(ok, "stag::pow_scalar: " STAG_FLOAT_ONLY);
+  STAG_SHAPE_CHECK(ok, "stag::pow_scalar: " STAG_FLOAT_ONLY, with_dtype<S, T>, void);
   if constexpr (ok)
     return Tensor<S, T>{x.b, pow_scalar(x.ref(), p).id};
   else
@@ -131,7 +131,7 @@ constexpr Ref elu(Ref x, double alpha = 1.0) {
 template <class S, DType T>
 constexpr auto elu(Tensor<S, T> x, double alpha = 1.0) {
   constexpr bool ok = rules::unary(S::value, T, false).ok();
-  static_assert(ok, "stag::elu: " STAG_FLOAT_ONLY);
+  STAG_SHAPE_CHECK(ok, "stag::elu: " STAG_FLOAT_ONLY, with_dtype<S, T>, void);
   if constexpr (ok)
     return Tensor<S, T>{x.b, elu(x.ref(), alpha).id};
   else
@@ -153,7 +153,7 @@ constexpr Ref clamp(Ref x, double lo, double hi) {
 template <class S, DType T>
 constexpr auto clamp(Tensor<S, T> x, double lo, double hi) {
   constexpr bool ok = rules::unary(S::value, T, false).ok();
-  static_assert(ok, "stag::clamp: " STAG_FLOAT_ONLY);
+  STAG_SHAPE_CHECK(ok, "stag::clamp: " STAG_FLOAT_ONLY, with_dtype<S, T>, void);
   if constexpr (ok)
     return Tensor<S, T>{x.b, clamp(x.ref(), lo, hi).id};
   else
@@ -185,7 +185,7 @@ constexpr Ref mod(Ref x, double m) {
 template <class S, DType T>
 constexpr auto mod(Tensor<S, T> x, double m) {
   constexpr bool ok = rules::unary(S::value, T, true).ok();
-  static_assert(ok, "stag::mod: " STAG_NUMERIC);
+  STAG_SHAPE_CHECK(ok, "stag::mod: " STAG_NUMERIC, with_dtype<S, T>, void);
   if constexpr (ok)
     return Tensor<S, T>{x.b, mod(x.ref(), m).id};
   else

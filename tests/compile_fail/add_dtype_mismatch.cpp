@@ -1,8 +1,9 @@
 // Mistake: adding integer positions [seq] (i32) to float activations [batch, seq] without a cast.
-// expect: stag::add: operands must have the same numeric dtype \(no implicit casts\)
-// expect-gcc: SA = Shape<Sym<fixed_string<6>\{"batch"\}>\(\), Sym<fixed_string<4>\{"seq"\}>\(\)>; DType TA = stag::DType::f32
-// expect-gcc: SB = Shape<Sym<fixed_string<4>\{"seq"\}>\(\)>; DType TB = stag::DType::i32
-// expect-gcc: required from here
+// clang-format off
+// expect-first-gcc: error: invalid application of 'sizeof' to incomplete type 'stag::shape_error<stag::detail::message<[0-9]+>\{"stag::add: operands must have the same numeric dtype \(no implicit casts\): f32 \[batch, seq\] and i32 \[seq\]"\}>'
+// expect-first-clang: error: static_assert failed due to requirement '::stag::shape_check<false, stag::show::args<stag::show::typed<stag::DType::f32, stag::show::shape<stag::show::name<'b', 'a', 't', 'c', 'h'>, stag::show::name<'s', 'e', 'q'>>>, stag::show::typed<stag::DType::i32, stag::show::shape<stag::show::name<'s', 'e', 'q'>>>>>' "stag::add: operands must have the same numeric dtype \(no implicit casts\)"
+// expect-errors: 1
+// clang-format on
 #include <stag/stag.hpp>
 
 using namespace stag;

@@ -1,8 +1,8 @@
 // Mistake: argmax of a bool mask (PyTorch refuses it too): cast it to i32 or f32 first.
 // clang-format off
-// expect: stag::argmax: input must be f32, f64, i32 or i64
-// expect-gcc: S = [:a-z]*Shape<[:a-z]*Sym<[:a-z]*fixed_string<6>\{"batch"\}>\(\), 9>; [:a-z]*DType T = stag::DType::boolean
-// expect-gcc: required from here
+// expect-first-gcc: error: invalid application of 'sizeof' to incomplete type 'stag::shape_error<stag::detail::message<[0-9]+>\{"stag::argmax: input must be f32, f64, i32 or i64 \(cast a bool mask first\): bool \[batch, 9\]"\}>'
+// expect-first-clang: error: static_assert failed due to requirement '::stag::shape_check<false, stag::show::args<stag::show::typed<stag::DType::boolean, stag::show::shape<stag::show::name<'b', 'a', 't', 'c', 'h'>, stag::show::n<9>>>, void>>' "stag::argmax: input must be f32, f64, i32 or i64 \(cast a bool mask first\)"
+// expect-errors: 1
 // clang-format on
 #include <stag/stag.hpp>
 

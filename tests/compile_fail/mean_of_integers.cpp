@@ -1,7 +1,9 @@
 // Mistake: the mean of integer token counts, which would truncate (PyTorch refuses it too).
-// expect: stag::mean: input must be f32 or f64 \(an integer mean would truncate\); cast<f32>\(x\) first
-// expect-gcc: S = Shape<Sym<fixed_string<6>\{"batch"\}>\(\), 8>; DType T = stag::DType::i32
-// expect-gcc: required from here
+// clang-format off
+// expect-first-gcc: error: invalid application of 'sizeof' to incomplete type 'stag::shape_error<stag::detail::message<[0-9]+>\{"stag::mean: input must be f32 or f64 \(an integer mean would truncate\); cast<f32>\(x\) first: i32 \[batch, 8\]"\}>'
+// expect-first-clang: error: static_assert failed due to requirement '::stag::shape_check<false, stag::show::args<stag::show::typed<stag::DType::i32, stag::show::shape<stag::show::name<'b', 'a', 't', 'c', 'h'>, stag::show::n<8>>>, void>>' "stag::mean: input must be f32 or f64 \(an integer mean would truncate\); cast<f32>\(x\) first"
+// expect-errors: 1
+// clang-format on
 #include <stag/stag.hpp>
 
 using namespace stag;

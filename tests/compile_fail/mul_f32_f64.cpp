@@ -1,8 +1,9 @@
 // Mistake: scaling f32 activations by an f64 parameter: stag does not promote dtypes.
-// expect: stag::mul: operands must have the same numeric dtype \(no implicit casts\)
-// expect-gcc: SA = Shape<Sym<fixed_string<6>\{"batch"\}>\(\), 16>; DType TA = stag::DType::f32
-// expect-gcc: SB = Shape<16>; DType TB = stag::DType::f64
-// expect-gcc: required from here
+// clang-format off
+// expect-first-gcc: error: invalid application of 'sizeof' to incomplete type 'stag::shape_error<stag::detail::message<[0-9]+>\{"stag::mul: operands must have the same numeric dtype \(no implicit casts\): f32 \[batch, 16\] and f64 \[16\]"\}>'
+// expect-first-clang: error: static_assert failed due to requirement '::stag::shape_check<false, stag::show::args<stag::show::typed<stag::DType::f32, stag::show::shape<stag::show::name<'b', 'a', 't', 'c', 'h'>, stag::show::n<16>>>, stag::show::typed<stag::DType::f64, stag::show::shape<stag::show::n<16>>>>>' "stag::mul: operands must have the same numeric dtype \(no implicit casts\)"
+// expect-errors: 1
+// clang-format on
 #include <stag/stag.hpp>
 
 using namespace stag;
