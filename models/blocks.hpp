@@ -203,7 +203,7 @@ constexpr auto masked_mean(Tensor<S, T> x, TokenMask<SK, P> keep) {
                    "stag::masked_mean: averages where its mask is true, but this is a padding "
                    "mask (true at padding); pass ~pad (mask, polarity)",
                    SK, detail::polarity_shown<P>);
-  return masked_mean(x, P == MaskPolarity::keep ? keep.values : !keep.values);
+  return masked_mean(x, detail::values_as<MaskPolarity::keep>(keep));
 }
 
 }  // namespace stag

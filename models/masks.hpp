@@ -15,6 +15,9 @@ namespace stag {
 
 enum class MaskPolarity : std::uint8_t { keep, ignore };
 enum class MaskAxis : std::uint8_t { key, query };
+constexpr MaskPolarity flipped(MaskPolarity p) {
+  return p == MaskPolarity::keep ? MaskPolarity::ignore : MaskPolarity::keep;
+}
 
 // A boolean mask of shape S for attention scores [..., q_len, k_len] (S has rank 3:
 // [batch|1, q_len|1, k_len], or [batch|1, q_len, 1] for a query mask).
@@ -68,9 +71,7 @@ constexpr auto as_tokens(Tensor<S, DType::boolean> m) {
 // `~m`: the same tokens with the opposite polarity (the values are negated).
 template <class S, MaskPolarity P>
 constexpr auto operator~(TokenMask<S, P> m) {
-  constexpr MaskPolarity flipped =
-      P == MaskPolarity::keep ? MaskPolarity::ignore : MaskPolarity::keep;
-  return TokenMask<S, flipped>{!m.values};
+  return TokenMask<S, flipped(P)>{!m.values};
 }
 // Keep masks combine by & (a real token in both), padding masks by | (padding in either).
 template <class SA, class SB>
@@ -85,6 +86,15 @@ constexpr auto operator|(PaddingTokens<SA> a, PaddingTokens<SB> b) {
 }
 
 namespace detail {
+// A typed mask's values as a mask of polarity Want: negated when it has the other one (reached
+// only after its polarity check has failed, so that the user's later lines still compile).
+template <MaskPolarity Want, class M>
+constexpr auto values_as(M m) {
+  if constexpr (M::polarity == Want)
+    return m.values;
+  else
+    return !m.values;
+}
 // Printed in errors (clang: polarity_shown<MaskPolarity::ignore>; g++: the text).
 template <MaskPolarity P>
 struct polarity_shown {
@@ -125,7 +135,7 @@ constexpr auto padding_keep(TokenMask<S, P> keep) {
                    "mask (true at padding); use from_key_padding_mask(pad) or padding_keep(~pad) "
                    "(mask, polarity)",
                    S, detail::polarity_shown<P>);
-  return padding_keep(P == MaskPolarity::keep ? keep.values : !keep.values);
+  return padding_keep(detail::values_as<MaskPolarity::keep>(keep));
 }
 template <class S, MaskPolarity P>
 constexpr auto from_key_padding_mask(TokenMask<S, P> pad) {
@@ -133,7 +143,7 @@ constexpr auto from_key_padding_mask(TokenMask<S, P> pad) {
                    "stag::from_key_padding_mask: wants a padding mask (true at padding) but got a "
                    "keep mask (true at real tokens); use padding_keep(keep) (mask, polarity)",
                    S, detail::polarity_shown<P>);
-  return padding_keep(P == MaskPolarity::ignore ? !pad.values : pad.values);
+  return padding_keep(!detail::values_as<MaskPolarity::ignore>(pad));
 }
 
 // A [B, S] mask of the queries to keep, as a query mask [B, S, 1]: masked query rows of the
@@ -151,7 +161,7 @@ constexpr auto query_keep(TokenMask<S, P> keep) {
                    "stag::query_keep: wants a keep mask (true at real tokens) but got a padding "
                    "mask (true at padding); use query_keep(~pad) (mask, polarity)",
                    S, detail::polarity_shown<P>);
-  return query_keep(P == MaskPolarity::keep ? keep.values : !keep.values);
+  return query_keep(detail::values_as<MaskPolarity::keep>(keep));
 }
 
 // A causal key mask [1, Len, Len]: query q attends keys k <= q.
@@ -170,9 +180,7 @@ constexpr auto as_mask(Tensor<S, DType::boolean> m) {
 // `~m`: the same positions with the opposite polarity (the values are negated).
 template <class S, MaskPolarity P, MaskAxis A>
 constexpr auto operator~(AttentionMask<S, P, A> m) {
-  constexpr MaskPolarity flipped =
-      P == MaskPolarity::keep ? MaskPolarity::ignore : MaskPolarity::keep;
-  return AttentionMask<S, flipped, A>{!m.values};
+  return AttentionMask<S, flipped(P), A>{!m.values};
 }
 
 // Keep masks combine by & (attend where both keep), ignore masks by | (ignore where either
