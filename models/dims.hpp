@@ -4,6 +4,7 @@
 
 #include <tuple>
 
+#include <stag/graph/report.hpp>
 #include <stag/graph/shape.hpp>
 
 namespace stag {
@@ -44,7 +45,8 @@ inline constexpr auto named_as = [] {
 template <class S, int Axis>
 inline constexpr auto dim_at = []<auto... Ds>(Shape<Ds...>) {
   constexpr int n = static_cast<int>(sizeof...(Ds));
-  static_assert(Axis >= -n && Axis < n, "stag::dim_at: axis out of range");
+  STAG_SHAPE_CHECK(Axis >= -n && Axis < n, "stag::dim_at: axis out of range for the shape", S,
+                   void);
   return std::get<(Axis < 0 ? Axis + n : Axis)>(std::tuple{Ds...});
 }
 (S{});
@@ -97,7 +99,9 @@ inline constexpr bool dim_divides = detail::dim_divide(dim_value<D>(), dim_value
 template <auto D, auto H>
 inline constexpr auto dim_quotient = [] {
   constexpr detail::Quotient q = detail::dim_divide(dim_value<D>(), dim_value<H>());
-  static_assert(q.ok, "stag::dim_quotient: the dim is not a multiple of the divisor");
+  STAG_SHAPE_CHECK(q.ok,
+                   "stag::dim_quotient: the dim is not a multiple of the divisor (dim, divisor)",
+                   Shape<D>, Shape<H>);
   if constexpr (q.ok) {
     using L = typename detail::concat_syms<typename detail::syms_of_dim<D>::type>::type;
     return detail::dim_from_value<q.dim, L>();

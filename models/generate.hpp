@@ -57,8 +57,10 @@ constexpr auto cached_grouped_query_attention(Scope s, Tensor<S, T> x, const Dec
   constexpr auto group = named_as<dims::group, dim_quotient<H, KVH>>;
   constexpr auto qh = prod<kvh, group>;  // as in grouped_query_attention
   constexpr auto dh = named_as<dims::head_dim, dim_quotient<d, H>>;
-  static_assert(dim_value<dh>().is_static(),
-                "stag::cached_grouped_query_attention: the head dim must be static");
+  STAG_SHAPE_CHECK(dim_value<dh>().is_static(),
+                   "stag::cached_grouped_query_attention: the head dim must be static (input, "
+                   "heads)",
+                   S, Shape<H>);
   const RopeOpts ro{.theta = rope_theta};
   auto q =
       rope(split_heads<qh>(linear<d>(s / "q_proj", x, false)), c.rope_pos, ro);  // [B, H, T, Dh]

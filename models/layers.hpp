@@ -109,8 +109,9 @@ constexpr auto sinusoidal_positions(Builder& g, double base = 10000.0) {
   auto pos = unsqueeze<1>(cast<DType::f32>(positions<Len>(g)));  // [len, 1]
   auto i = unsqueeze<0>(cast<DType::f32>(positions<half>(g)));   // [1, D/2]
   const double k = -2.0 * cx::log(base) / static_cast<double>(dim_value<D>().coef);
-  static_assert(dim_value<D>().is_static(),
-                "stag::sinusoidal_positions: the model dim must be static");
+  STAG_SHAPE_CHECK(dim_value<D>().is_static(),
+                   "stag::sinusoidal_positions: the model dim must be static (len, d_model)",
+                   Shape<Len>, Shape<D>);
   auto angle = pos * exp(i * k);                                               // [len, D/2]
   auto pe = concat<-1>(unsqueeze<-1>(sin(angle)), unsqueeze<-1>(cos(angle)));  // [len, D/2, 2]
   return view<Len, D>(pe);

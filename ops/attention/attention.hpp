@@ -432,14 +432,18 @@ constexpr auto sdpa_with_mods(Tensor<SQ, T> q, Tensor<SK, T> k, Tensor<SV, T> v,
   using E = std::conditional_t<T == DType::f64, double, float>;
   constexpr bool has_score = !std::is_same_v<typename TS::fn, attn::NoScore>;
   constexpr bool has_mask = !std::is_same_v<typename TM::fn, attn::NoMask>;
-  static_assert(TS::n + TM::n <= attn::kMaxCaptures,
-                "stag::sdpa: score_mod and mask_mod read at most two tensors together; stack "
-                "or concatenate more into one");
-  static_assert(TS::ranks_ok && TM::ranks_ok,
-                "stag::sdpa: a tensor captured by score_mod / mask_mod has at most 4 dims");
-  static_assert(TS::template dtypes_ok<T> && TM::template dtypes_ok<T>,
-                "stag::sdpa: a float tensor captured by score_mod / mask_mod needs the dtype of "
-                "q, k and v");
+  STAG_SHAPE_CHECK(TS::n + TM::n <= attn::kMaxCaptures,
+                   "stag::sdpa: score_mod and mask_mod read at most two tensors together; stack "
+                   "or concatenate more into one (q, k)",
+                   SQ, SK);
+  STAG_SHAPE_CHECK(TS::ranks_ok && TM::ranks_ok,
+                   "stag::sdpa: a tensor captured by score_mod / mask_mod has at most 4 dims (q, "
+                   "k)",
+                   SQ, SK);
+  STAG_SHAPE_CHECK(TS::template dtypes_ok<T> && TM::template dtypes_ok<T>,
+                   "stag::sdpa: a float tensor captured by score_mod / mask_mod needs the dtype "
+                   "of q, k and v (q, k)",
+                   with_dtype<SQ, T>, with_dtype<SK, T>);
   if constexpr (has_score)
     static_assert(score_check<typename TS::fn, E, typename TS::caps>::ok,
                   "stag::sdpa: score_mod(score, b, h, q_idx, kv_idx, captured...) must return "
