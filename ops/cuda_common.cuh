@@ -4,12 +4,26 @@
 
 #include <cstdint>
 
+#if defined(STAG_CUDA_INTERPRET)
+#include <stag/ops/cuda_interpret.hpp>  // the host compiler, emulating what follows
+#else
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#endif
 
 #include <stag/ops/cuda_launch.hpp>
 
-namespace stag::cuda {
+// STAG_LAUNCH(kernel, grid, block, shared_bytes, stream)(args...) is
+// kernel<<<grid, block, shared_bytes, stream>>>(args...), written so that the host compiler
+// can run it in interpret mode (ops/cuda_interpret.hpp).
+#if defined(STAG_CUDA_INTERPRET)
+#define STAG_LAUNCH(kernel, grid, block, shared, stream) \
+  ::stag::cuda_interpret::emu::Launcher(#kernel, grid, block, shared, stream).bind(kernel)
+#else
+#define STAG_LAUNCH(kernel, grid, block, shared, stream) kernel<<<grid, block, shared, stream>>>
+#endif
+
+namespace stag::STAG_CUDA_NAMESPACE {
 
 inline cudaStream_t stream_of(const Launch& l) {
   return static_cast<cudaStream_t>(l.stream);
@@ -159,4 +173,4 @@ __device__ inline bool any_bad(Bad b) {
   return b.word != nullptr && *b.word != ~0ull;
 }
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

@@ -8,7 +8,16 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace stag::cuda {
+// The namespace of the launch functions: stag::cuda, or stag::cuda_interpret when the kernels
+// are built by the host compiler in interpret mode (ops/cuda_interpret.hpp), so that both builds
+// can be linked into one program.
+#if defined(STAG_CUDA_INTERPRET)
+#define STAG_CUDA_NAMESPACE cuda_interpret
+#else
+#define STAG_CUDA_NAMESPACE cuda
+#endif
+
+namespace stag::STAG_CUDA_NAMESPACE {
 
 inline constexpr int kRank = 6;  // = stag::kMaxRank (static_assert in runtime/cuda/kernels.cpp)
 
@@ -118,4 +127,4 @@ void adam_update(const Launch&, const OptimAttrs&, const Tensor& p, const Tensor
                  const Tensor& m, const Tensor& v, const float* lr, const float* t,
                  const float* gscale, const float* hp, const Tensor& out);
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

@@ -1,5 +1,6 @@
 // Device names and the backend registry: Device::cuda is served by runtime/cuda/ when stag is
-// built with CUDA (STAG_HAVE_CUDA), and refused with the reason otherwise.
+// built with CUDA (STAG_HAVE_CUDA), and refused with the reason otherwise; Device::cuda_interpret
+// by the same code built in interpret mode, always.
 #include <mutex>
 
 #include <stag/graph/graph_view.hpp>
@@ -15,6 +16,11 @@ bool available(std::string* why);
 std::string unsupported(const GraphView& g);  // runtime/cuda/kernels.cpp
 }  // namespace cuda
 #endif
+// The same, built in interpret mode (always).
+namespace cuda_interpret {
+std::shared_ptr<DeviceBackend> make_backend();
+std::string unsupported(const GraphView& g);
+}  // namespace cuda_interpret
 
 std::string_view device_name(Device d) {
   switch (d) {
@@ -22,12 +28,15 @@ std::string_view device_name(Device d) {
       return "cpu";
     case Device::cuda:
       return "cuda";
+    case Device::cuda_interpret:
+      return "cuda_interpret";
   }
   return "?";
 }
 
 std::string device_unsupported(Device d, const GraphView& g) {
   if (d == Device::cpu) return "";
+  if (d == Device::cuda_interpret) return cuda_interpret::unsupported(g);
 #ifdef STAG_HAVE_CUDA
   return cuda::unsupported(g);
 #else
@@ -53,6 +62,13 @@ bool cuda_available(std::string* why) {
 std::shared_ptr<DeviceBackend> device_backend(Device d) {
   if (d == Device::cpu)
     throw Error("stag: the CPU is the planner's own backend; it has no DeviceBackend");
+  if (d == Device::cuda_interpret) {
+    static std::mutex m;
+    static auto* backend = new std::shared_ptr<DeviceBackend>;
+    const std::lock_guard lock(m);
+    if (!*backend) *backend = cuda_interpret::make_backend();
+    return *backend;
+  }
   std::string why;
   if (!cuda_available(&why)) throw Error("stag: device cuda cannot run here: " + why);
 #ifdef STAG_HAVE_CUDA

@@ -17,6 +17,10 @@ namespace stag {
 enum class Device : std::uint8_t {
   cpu,   // oneDNN primitives and own kernels (runtime/cpu/)
   cuda,  // an NVIDIA GPU: own kernels and cuBLASLt (runtime/cuda/); needs a CUDA build
+  // The CUDA backend's plans and kernels run on the CPU in interpret mode (ops/cuda_interpret.hpp):
+  // the same factories, launches and strides, a host GEMM for cuBLASLt. Slow; it checks the
+  // kernels' logic where no GPU is. Always built.
+  cuda_interpret,
 };
 std::string_view device_name(Device d);
 

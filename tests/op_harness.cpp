@@ -45,6 +45,9 @@ std::vector<Backend> make_backends() {
       throw std::runtime_error("STAG_TEST_DEVICE=cuda, but " + why);  // never a silent pass
     return {session_backend(stag::Device::cuda, stag::Schedule::sequential, "cuda")};
   }
+  if (dev != nullptr && std::string(dev) == "cuda_interpret")
+    return {session_backend(stag::Device::cuda_interpret, stag::Schedule::sequential,
+                            "cuda_interpret")};
   return {session_backend(stag::Device::cpu, stag::Schedule::sequential, "cpu"),
           session_backend(stag::Device::cpu, stag::Schedule::parallel, "cpu-parallel")};
 }

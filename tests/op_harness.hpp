@@ -26,7 +26,9 @@ struct Backend {
 };
 
 // The backends under test: the CPU session (sequential and TBB-parallel), or with
-// STAG_TEST_DEVICE=cuda only the CUDA session (ctest label `cuda`, run where a GPU is).
+// STAG_TEST_DEVICE=cuda only the CUDA session (ctest label `cuda`, run where a GPU is), or with
+// STAG_TEST_DEVICE=cuda_interpret only the CUDA backend in interpret mode (label
+// cuda_interpret: the CUDA kernels on the CPU, in every run).
 std::vector<Backend>& backends();
 // True (with a warning naming the reason) when `be` cannot run `g`.
 bool skips(const Backend& be, const stag::GraphView& g);

@@ -7,7 +7,7 @@
 #include <stag/ops/cuda_common.cuh>
 #include <stag/ops/op_list.hpp>
 
-namespace stag::cuda {
+namespace stag::STAG_CUDA_NAMESPACE {
 namespace {
 
 template <class T>
@@ -62,9 +62,9 @@ template <class T>
 void run(const Launch& l, int op, const Tensor& a, const Tensor& b, const Tensor& out) {
   const Tensor* ins[2] = {&a, &b};
   const std::int64_t n = numel(out);
-  binary_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(l)>>>(
-      static_cast<OpId>(op), index_for(out, ins), static_cast<const T*>(a.data),
-      static_cast<const T*>(b.data), static_cast<T*>(out.data), n, bad_of(l));
+  STAG_LAUNCH(binary_kernel<T>, blocks_for(n), kThreads, 0, stream_of(l))
+  (static_cast<OpId>(op), index_for(out, ins), static_cast<const T*>(a.data),
+   static_cast<const T*>(b.data), static_cast<T*>(out.data), n, bad_of(l));
 }
 
 }  // namespace
@@ -82,4 +82,4 @@ void binary(const Launch& l, int op, const Tensor& a, const Tensor& b, const Ten
   }
 }
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

@@ -5,7 +5,7 @@
 #include <stag/graph/dtype.hpp>
 #include <stag/ops/cuda_common.cuh>
 
-namespace stag::cuda {
+namespace stag::STAG_CUDA_NAMESPACE {
 namespace {
 
 template <class E>
@@ -37,26 +37,26 @@ void convert(const Launch& l, const Tensor& x, const Tensor& out) {
   const unsigned g = blocks_for(n);
   cudaStream_t s = stream_of(l);
   if (x.dtype != out.dtype) {
-    convert_kernel<<<g, kThreads, 0, s>>>(ix, x.data, x.dtype, out.data, out.dtype, n);
+    STAG_LAUNCH(convert_kernel, g, kThreads, 0, s)(ix, x.data, x.dtype, out.data, out.dtype, n);
     return;
   }
   switch (dtype_size(static_cast<DType>(out.dtype))) {
     case 8:
-      copy_kernel<<<g, kThreads, 0, s>>>(ix, static_cast<const std::uint64_t*>(x.data),
-                                         static_cast<std::uint64_t*>(out.data), n);
+      STAG_LAUNCH(copy_kernel<std::uint64_t>, g, kThreads, 0, s)
+      (ix, static_cast<const std::uint64_t*>(x.data), static_cast<std::uint64_t*>(out.data), n);
       return;
     case 2:
-      copy_kernel<<<g, kThreads, 0, s>>>(ix, static_cast<const std::uint16_t*>(x.data),
-                                         static_cast<std::uint16_t*>(out.data), n);
+      STAG_LAUNCH(copy_kernel<std::uint16_t>, g, kThreads, 0, s)
+      (ix, static_cast<const std::uint16_t*>(x.data), static_cast<std::uint16_t*>(out.data), n);
       return;
     case 1:
-      copy_kernel<<<g, kThreads, 0, s>>>(ix, static_cast<const std::uint8_t*>(x.data),
-                                         static_cast<std::uint8_t*>(out.data), n);
+      STAG_LAUNCH(copy_kernel<std::uint8_t>, g, kThreads, 0, s)
+      (ix, static_cast<const std::uint8_t*>(x.data), static_cast<std::uint8_t*>(out.data), n);
       return;
     default:
-      copy_kernel<<<g, kThreads, 0, s>>>(ix, static_cast<const std::uint32_t*>(x.data),
-                                         static_cast<std::uint32_t*>(out.data), n);
+      STAG_LAUNCH(copy_kernel<std::uint32_t>, g, kThreads, 0, s)
+      (ix, static_cast<const std::uint32_t*>(x.data), static_cast<std::uint32_t*>(out.data), n);
   }
 }
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

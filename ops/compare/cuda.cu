@@ -3,7 +3,7 @@
 #include <stag/ops/cuda_common.cuh>
 #include <stag/ops/op_list.hpp>
 
-namespace stag::cuda {
+namespace stag::STAG_CUDA_NAMESPACE {
 namespace {
 
 template <class T>
@@ -22,9 +22,9 @@ template <class T>
 void run(const Launch& l, int op, const Tensor& a, const Tensor& b, const Tensor& out) {
   const Tensor* ins[2] = {&a, &b};
   const std::int64_t n = numel(out);
-  compare_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(l)>>>(
-      static_cast<OpId>(op), index_for(out, ins), static_cast<const T*>(a.data),
-      static_cast<const T*>(b.data), static_cast<bool*>(out.data), n);
+  STAG_LAUNCH(compare_kernel<T>, blocks_for(n), kThreads, 0, stream_of(l))
+  (static_cast<OpId>(op), index_for(out, ins), static_cast<const T*>(a.data),
+   static_cast<const T*>(b.data), static_cast<bool*>(out.data), n);
 }
 
 }  // namespace
@@ -44,4 +44,4 @@ void compare(const Launch& l, int op, const Tensor& a, const Tensor& b, const Te
   }
 }
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

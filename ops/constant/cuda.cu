@@ -1,7 +1,7 @@
 // CUDA kernel of constant: every element of out gets the value, rounded to out's dtype.
 #include <stag/ops/cuda_common.cuh>
 
-namespace stag::cuda {
+namespace stag::STAG_CUDA_NAMESPACE {
 namespace {
 
 __global__ void fill_kernel(double value, void* out, Dt t, std::int64_t n) {
@@ -14,7 +14,7 @@ __global__ void fill_kernel(double value, void* out, Dt t, std::int64_t n) {
 
 void fill(const Launch& l, double value, const Tensor& out) {
   const std::int64_t n = numel(out);
-  fill_kernel<<<blocks_for(n), kThreads, 0, stream_of(l)>>>(value, out.data, out.dtype, n);
+  STAG_LAUNCH(fill_kernel, blocks_for(n), kThreads, 0, stream_of(l))(value, out.data, out.dtype, n);
 }
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

@@ -4,7 +4,7 @@
 // label outside [0, C) that is not ignore_index records its row in Launch::bad.
 #include <stag/ops/cuda_common.cuh>
 
-namespace stag::cuda {
+namespace stag::STAG_CUDA_NAMESPACE {
 namespace {
 
 __device__ std::int64_t label_at(const void* labels, bool wide, std::int64_t r) {
@@ -131,18 +131,19 @@ void cross_entropy(const Launch& l, std::int64_t ignore, double smoothing, const
   cudaStream_t s = stream_of(l);
   if (rows > 0) {
     if (out.dtype == Dt::f64)
-      rows_kernel<double><<<static_cast<unsigned>(rows), kThreads, 0, s>>>(
-          classes, ignore, smoothing, static_cast<const double*>(logits.data), labels.data, wide,
-          loss, kept, bad_of(l));
+      STAG_LAUNCH(rows_kernel<double>, static_cast<unsigned>(rows), kThreads, 0, s)
+      (classes, ignore, smoothing, static_cast<const double*>(logits.data), labels.data, wide, loss,
+       kept, bad_of(l));
     else
-      rows_kernel<float><<<static_cast<unsigned>(rows), kThreads, 0, s>>>(
-          classes, ignore, smoothing, static_cast<const float*>(logits.data), labels.data, wide,
-          loss, kept, bad_of(l));
+      STAG_LAUNCH(rows_kernel<float>, static_cast<unsigned>(rows), kThreads, 0, s)
+      (classes, ignore, smoothing, static_cast<const float*>(logits.data), labels.data, wide, loss,
+       kept, bad_of(l));
   }
   if (out.dtype == Dt::f64)
-    mean_kernel<double><<<1, 1024, 0, s>>>(rows, loss, kept, static_cast<double*>(out.data));
+    STAG_LAUNCH(mean_kernel<double>, 1, 1024, 0, s)
+    (rows, loss, kept, static_cast<double*>(out.data));
   else
-    mean_kernel<float><<<1, 1024, 0, s>>>(rows, loss, kept, static_cast<float*>(out.data));
+    STAG_LAUNCH(mean_kernel<float>, 1, 1024, 0, s)(rows, loss, kept, static_cast<float*>(out.data));
 }
 
 void cross_entropy_backward(const Launch& l, std::int64_t ignore, double smoothing,
@@ -154,17 +155,17 @@ void cross_entropy_backward(const Launch& l, std::int64_t ignore, double smoothi
   double* count = kept + 2 * rows;
   const bool wide = labels.dtype == Dt::i64;
   cudaStream_t s = stream_of(l);
-  kept_kernel<<<blocks_for(rows), kThreads, 0, s>>>(rows, classes, ignore, labels.data, wide, kept,
-                                                    bad_of(l));
-  count_kernel<<<1, 1024, 0, s>>>(rows, kept, count);
+  STAG_LAUNCH(kept_kernel, blocks_for(rows), kThreads, 0, s)
+  (rows, classes, ignore, labels.data, wide, kept, bad_of(l));
+  STAG_LAUNCH(count_kernel, 1, 1024, 0, s)(rows, kept, count);
   if (out.dtype == Dt::f64)
-    backward_kernel<double><<<static_cast<unsigned>(rows), kThreads, 0, s>>>(
-        classes, ignore, smoothing, static_cast<const double*>(logits.data), labels.data, wide,
-        static_cast<const double*>(g.data), count, static_cast<double*>(out.data));
+    STAG_LAUNCH(backward_kernel<double>, static_cast<unsigned>(rows), kThreads, 0, s)
+    (classes, ignore, smoothing, static_cast<const double*>(logits.data), labels.data, wide,
+     static_cast<const double*>(g.data), count, static_cast<double*>(out.data));
   else
-    backward_kernel<float><<<static_cast<unsigned>(rows), kThreads, 0, s>>>(
-        classes, ignore, smoothing, static_cast<const float*>(logits.data), labels.data, wide,
-        static_cast<const float*>(g.data), count, static_cast<float*>(out.data));
+    STAG_LAUNCH(backward_kernel<float>, static_cast<unsigned>(rows), kThreads, 0, s)
+    (classes, ignore, smoothing, static_cast<const float*>(logits.data), labels.data, wide,
+     static_cast<const float*>(g.data), count, static_cast<float*>(out.data));
 }
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

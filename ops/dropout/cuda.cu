@@ -3,7 +3,7 @@
 #include <stag/ops/cuda_common.cuh>
 #include <stag/ops/random.hpp>
 
-namespace stag::cuda {
+namespace stag::STAG_CUDA_NAMESPACE {
 namespace {
 
 template <class T>
@@ -23,13 +23,13 @@ void dropout(const Launch& l, double p, std::uint64_t seed, std::uint64_t step, 
              std::uint64_t index_offset, const Tensor& x, const Tensor& out) {
   const std::int64_t n = numel(out);
   if (out.dtype == Dt::f64)
-    dropout_kernel<double><<<blocks_for(n), kThreads, 0, stream_of(l)>>>(
-        p, seed, step, salt, index_offset, static_cast<const double*>(x.data),
-        static_cast<double*>(out.data), n);
+    STAG_LAUNCH(dropout_kernel<double>, blocks_for(n), kThreads, 0, stream_of(l))
+    (p, seed, step, salt, index_offset, static_cast<const double*>(x.data),
+     static_cast<double*>(out.data), n);
   else
-    dropout_kernel<float><<<blocks_for(n), kThreads, 0, stream_of(l)>>>(
-        p, seed, step, salt, index_offset, static_cast<const float*>(x.data),
-        static_cast<float*>(out.data), n);
+    STAG_LAUNCH(dropout_kernel<float>, blocks_for(n), kThreads, 0, stream_of(l))
+    (p, seed, step, salt, index_offset, static_cast<const float*>(x.data),
+     static_cast<float*>(out.data), n);
 }
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

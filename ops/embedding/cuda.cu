@@ -1,11 +1,13 @@
 // CUDA kernels of embedding (row gathers) and embedding_backward (a deterministic scatter-add:
 // (id, position) pairs sorted stably by CUB's radix sort, then each id's gradient rows summed
 // in position order, in double). An id outside the table records its position in Launch::bad.
+#if !defined(STAG_CUDA_INTERPRET)
 #include <cub/device/device_radix_sort.cuh>
+#endif
 
 #include <stag/ops/cuda_common.cuh>
 
-namespace stag::cuda {
+namespace stag::STAG_CUDA_NAMESPACE {
 namespace {
 
 __device__ std::int64_t id_at(const void* ids, bool wide, std::int64_t i) {
@@ -81,13 +83,13 @@ void embedding(const Launch& l, const Tensor& ids, const Tensor& table, const Te
   const std::int64_t n = numel(ids), rows = table.dims[0], d = table.dims[1];
   const bool wide = ids.dtype == Dt::i64;
   if (out.dtype == Dt::f64)
-    gather_kernel<double><<<blocks_for(n * d), kThreads, 0, stream_of(l)>>>(
-        ids.data, wide, n, static_cast<const double*>(table.data), rows, d,
-        static_cast<double*>(out.data), bad_of(l));
+    STAG_LAUNCH(gather_kernel<double>, blocks_for(n * d), kThreads, 0, stream_of(l))
+    (ids.data, wide, n, static_cast<const double*>(table.data), rows, d,
+     static_cast<double*>(out.data), bad_of(l));
   else
-    gather_kernel<float><<<blocks_for(n * d), kThreads, 0, stream_of(l)>>>(
-        ids.data, wide, n, static_cast<const float*>(table.data), rows, d,
-        static_cast<float*>(out.data), bad_of(l));
+    STAG_LAUNCH(gather_kernel<float>, blocks_for(n * d), kThreads, 0, stream_of(l))
+    (ids.data, wide, n, static_cast<const float*>(table.data), rows, d,
+     static_cast<float*>(out.data), bad_of(l));
 }
 
 std::size_t embedding_backward_workspace(std::int64_t positions) {
@@ -100,7 +102,8 @@ static void scatter(const Launch& l, const Tensor& ids, const Tensor& g, const T
                     void* workspace, std::size_t workspace_bytes) {
   const std::int64_t n = numel(ids), rows = out.dims[0], d = out.dims[1];
   cudaStream_t s = stream_of(l);
-  zero_kernel<T><<<blocks_for(rows * d), kThreads, 0, s>>>(static_cast<T*>(out.data), rows * d);
+  STAG_LAUNCH(zero_kernel<T>, blocks_for(rows * d), kThreads, 0, s)
+  (static_cast<T*>(out.data), rows * d);
   if (n == 0) return;
   auto* keys = static_cast<std::int64_t*>(workspace);
   std::int64_t* pos = keys + n;
@@ -108,12 +111,12 @@ static void scatter(const Launch& l, const Tensor& ids, const Tensor& g, const T
   std::int64_t* spos = skeys + n;
   void* temp = spos + n;
   std::size_t temp_bytes = workspace_bytes - 4 * static_cast<std::size_t>(n) * sizeof(std::int64_t);
-  pairs_kernel<<<blocks_for(n), kThreads, 0, s>>>(ids.data, ids.dtype == Dt::i64, n, rows, keys,
-                                                  pos, bad_of(l));
+  STAG_LAUNCH(pairs_kernel, blocks_for(n), kThreads, 0, s)
+  (ids.data, ids.dtype == Dt::i64, n, rows, keys, pos, bad_of(l));
   cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys, skeys, pos, spos, static_cast<int>(n), 0,
                                   64, s);
-  runs_kernel<T><<<blocks_for(n * d), kThreads, 0, s>>>(
-      skeys, spos, n, rows, d, static_cast<const T*>(g.data), static_cast<T*>(out.data));
+  STAG_LAUNCH(runs_kernel<T>, blocks_for(n * d), kThreads, 0, s)
+  (skeys, spos, n, rows, d, static_cast<const T*>(g.data), static_cast<T*>(out.data));
 }
 
 void embedding_backward(const Launch& l, const Tensor& ids, const Tensor& g, const Tensor& out,
@@ -124,4 +127,4 @@ void embedding_backward(const Launch& l, const Tensor& ids, const Tensor& g, con
     scatter<float>(l, ids, g, out, workspace, workspace_bytes);
 }
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

@@ -2,7 +2,7 @@
 #include <stag/ops/cuda_common.cuh>
 #include <stag/ops/op_list.hpp>
 
-namespace stag::cuda {
+namespace stag::STAG_CUDA_NAMESPACE {
 namespace {
 
 __global__ void logical_kernel(OpId op, Index<2> ix, const bool* a, const bool* b, bool* out,
@@ -24,9 +24,9 @@ __global__ void logical_kernel(OpId op, Index<2> ix, const bool* a, const bool* 
 void logical(const Launch& l, int op, const Tensor& a, const Tensor& b, const Tensor& out) {
   const Tensor* ins[2] = {&a, &b};
   const std::int64_t n = numel(out);
-  logical_kernel<<<blocks_for(n), kThreads, 0, stream_of(l)>>>(
-      static_cast<OpId>(op), index_for(out, ins), static_cast<const bool*>(a.data),
-      static_cast<const bool*>(b.data), static_cast<bool*>(out.data), n);
+  STAG_LAUNCH(logical_kernel, blocks_for(n), kThreads, 0, stream_of(l))
+  (static_cast<OpId>(op), index_for(out, ins), static_cast<const bool*>(a.data),
+   static_cast<const bool*>(b.data), static_cast<bool*>(out.data), n);
 }
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

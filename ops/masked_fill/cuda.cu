@@ -2,7 +2,7 @@
 // broadcast mask is true.
 #include <stag/ops/cuda_common.cuh>
 
-namespace stag::cuda {
+namespace stag::STAG_CUDA_NAMESPACE {
 namespace {
 
 __global__ void masked_fill_kernel(Index<2> ix, const void* x, const bool* mask, double value,
@@ -28,9 +28,8 @@ void masked_fill(const Launch& l, const Tensor& x, const Tensor& mask, double va
                  const Tensor& out) {
   const Tensor* ins[2] = {&x, &mask};
   const std::int64_t n = numel(out);
-  masked_fill_kernel<<<blocks_for(n), kThreads, 0, stream_of(l)>>>(
-      index_for(out, ins), x.data, static_cast<const bool*>(mask.data), value, out.data, out.dtype,
-      n);
+  STAG_LAUNCH(masked_fill_kernel, blocks_for(n), kThreads, 0, stream_of(l))
+  (index_for(out, ins), x.data, static_cast<const bool*>(mask.data), value, out.data, out.dtype, n);
 }
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

@@ -2,7 +2,7 @@
 // in Launch::bad (the host reports it as the reference does).
 #include <stag/ops/cuda_common.cuh>
 
-namespace stag::cuda {
+namespace stag::STAG_CUDA_NAMESPACE {
 namespace {
 
 __global__ void causal_kernel(std::int64_t sq, std::int64_t sk, bool* out) {
@@ -31,15 +31,15 @@ __global__ void padding_kernel(const void* lengths, bool wide, std::int64_t batc
 
 void causal_mask(const Launch& l, const Tensor& out) {
   const std::int64_t n = numel(out);
-  causal_kernel<<<blocks_for(n), kThreads, 0, stream_of(l)>>>(out.dims[0], out.dims[1],
-                                                              static_cast<bool*>(out.data));
+  STAG_LAUNCH(causal_kernel, blocks_for(n), kThreads, 0, stream_of(l))
+  (out.dims[0], out.dims[1], static_cast<bool*>(out.data));
 }
 
 void padding_mask(const Launch& l, const Tensor& lengths, const Tensor& out) {
   const std::int64_t n = numel(out);
-  padding_kernel<<<blocks_for(n), kThreads, 0, stream_of(l)>>>(
-      lengths.data, lengths.dtype == Dt::i64, out.dims[0], out.dims[1],
-      static_cast<bool*>(out.data), bad_of(l));
+  STAG_LAUNCH(padding_kernel, blocks_for(n), kThreads, 0, stream_of(l))
+  (lengths.data, lengths.dtype == Dt::i64, out.dims[0], out.dims[1], static_cast<bool*>(out.data),
+   bad_of(l));
 }
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

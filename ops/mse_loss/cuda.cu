@@ -1,7 +1,7 @@
 // CUDA kernel of mse_loss: one block sums the squared differences in double, in a fixed order.
 #include <stag/ops/cuda_common.cuh>
 
-namespace stag::cuda {
+namespace stag::STAG_CUDA_NAMESPACE {
 namespace {
 
 template <class T>
@@ -20,13 +20,13 @@ __global__ void mse_kernel(const T* p, const T* t, std::int64_t n, T* out) {
 void mse_loss(const Launch& l, const Tensor& pred, const Tensor& target, const Tensor& out) {
   const std::int64_t n = numel(pred);
   if (out.dtype == Dt::f64)
-    mse_kernel<double><<<1, 1024, 0, stream_of(l)>>>(static_cast<const double*>(pred.data),
-                                                     static_cast<const double*>(target.data), n,
-                                                     static_cast<double*>(out.data));
+    STAG_LAUNCH(mse_kernel<double>, 1, 1024, 0, stream_of(l))
+    (static_cast<const double*>(pred.data), static_cast<const double*>(target.data), n,
+     static_cast<double*>(out.data));
   else
-    mse_kernel<float><<<1, 1024, 0, stream_of(l)>>>(static_cast<const float*>(pred.data),
-                                                    static_cast<const float*>(target.data), n,
-                                                    static_cast<float*>(out.data));
+    STAG_LAUNCH(mse_kernel<float>, 1, 1024, 0, stream_of(l))
+    (static_cast<const float*>(pred.data), static_cast<const float*>(target.data), n,
+     static_cast<float*>(out.data));
 }
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

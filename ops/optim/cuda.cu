@@ -5,7 +5,7 @@
 #include <stag/ops/cuda_common.cuh>
 #include <stag/ops/optim/update.hpp>
 
-namespace stag::cuda {
+namespace stag::STAG_CUDA_NAMESPACE {
 namespace {
 
 template <class T>
@@ -48,20 +48,20 @@ void sgd_update(const Launch& l, const OptimAttrs& at, const Tensor& p, const Te
                 const Tensor& buf, const float* lr, const float* gscale, const float* hp,
                 const Tensor& out) {
   const std::int64_t n = numel(p);
-  zero_scalar<<<1, 1, 0, stream_of(l)>>>(static_cast<float*>(out.data));
-  sgd_kernel<float><<<blocks_for(n), kThreads, 0, stream_of(l)>>>(
-      at, static_cast<float*>(p.data), static_cast<const float*>(g.data),
-      static_cast<float*>(buf.data), lr, gscale, hp, n, bad_of(l));
+  STAG_LAUNCH(zero_scalar, 1, 1, 0, stream_of(l))(static_cast<float*>(out.data));
+  STAG_LAUNCH(sgd_kernel<float>, blocks_for(n), kThreads, 0, stream_of(l))
+  (at, static_cast<float*>(p.data), static_cast<const float*>(g.data),
+   static_cast<float*>(buf.data), lr, gscale, hp, n, bad_of(l));
 }
 
 void adam_update(const Launch& l, const OptimAttrs& at, const Tensor& p, const Tensor& g,
                  const Tensor& m, const Tensor& v, const float* lr, const float* t,
                  const float* gscale, const float* hp, const Tensor& out) {
   const std::int64_t n = numel(p);
-  zero_scalar<<<1, 1, 0, stream_of(l)>>>(static_cast<float*>(out.data));
-  adam_kernel<float><<<blocks_for(n), kThreads, 0, stream_of(l)>>>(
-      at, static_cast<float*>(p.data), static_cast<const float*>(g.data),
-      static_cast<float*>(m.data), static_cast<float*>(v.data), lr, t, gscale, hp, n, bad_of(l));
+  STAG_LAUNCH(zero_scalar, 1, 1, 0, stream_of(l))(static_cast<float*>(out.data));
+  STAG_LAUNCH(adam_kernel<float>, blocks_for(n), kThreads, 0, stream_of(l))
+  (at, static_cast<float*>(p.data), static_cast<const float*>(g.data), static_cast<float*>(m.data),
+   static_cast<float*>(v.data), lr, t, gscale, hp, n, bad_of(l));
 }
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

@@ -1,7 +1,7 @@
 // CUDA kernel of positions: start, start + 1, ... in out's dtype.
 #include <stag/ops/cuda_common.cuh>
 
-namespace stag::cuda {
+namespace stag::STAG_CUDA_NAMESPACE {
 namespace {
 
 __global__ void iota_kernel(std::int64_t start, void* out, Dt t, std::int64_t n) {
@@ -18,7 +18,7 @@ __global__ void iota_kernel(std::int64_t start, void* out, Dt t, std::int64_t n)
 
 void iota(const Launch& l, std::int64_t start, const Tensor& out) {
   const std::int64_t n = numel(out);
-  iota_kernel<<<blocks_for(n), kThreads, 0, stream_of(l)>>>(start, out.data, out.dtype, n);
+  STAG_LAUNCH(iota_kernel, blocks_for(n), kThreads, 0, stream_of(l))(start, out.data, out.dtype, n);
 }
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

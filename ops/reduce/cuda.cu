@@ -3,7 +3,7 @@
 // integer reductions at plan time).
 #include <stag/ops/cuda_common.cuh>
 
-namespace stag::cuda {
+namespace stag::STAG_CUDA_NAMESPACE {
 namespace {
 
 struct Split {
@@ -64,11 +64,11 @@ void reduce(const Launch& l, int fold, std::uint32_t mask, const Tensor& x, cons
   const auto outputs = static_cast<unsigned>(numel(out));
   if (outputs == 0) return;
   if (out.dtype == Dt::f64)
-    reduce_kernel<double><<<outputs, kThreads, 0, stream_of(l)>>>(
-        fold, s, static_cast<const double*>(x.data), static_cast<double*>(out.data));
+    STAG_LAUNCH(reduce_kernel<double>, outputs, kThreads, 0, stream_of(l))
+    (fold, s, static_cast<const double*>(x.data), static_cast<double*>(out.data));
   else
-    reduce_kernel<float><<<outputs, kThreads, 0, stream_of(l)>>>(
-        fold, s, static_cast<const float*>(x.data), static_cast<float*>(out.data));
+    STAG_LAUNCH(reduce_kernel<float>, outputs, kThreads, 0, stream_of(l))
+    (fold, s, static_cast<const float*>(x.data), static_cast<float*>(out.data));
 }
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

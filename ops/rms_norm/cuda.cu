@@ -2,7 +2,7 @@
 // square and the sums in double, as the reference.
 #include <stag/ops/cuda_common.cuh>
 
-namespace stag::cuda {
+namespace stag::STAG_CUDA_NAMESPACE {
 namespace {
 
 template <class T>
@@ -56,11 +56,11 @@ void rms_norm(const Launch& l, std::int64_t n, double eps, const Tensor& x, cons
   const auto rows = static_cast<unsigned>(numel(out) / n);
   if (rows == 0) return;
   if (out.dtype == Dt::f64)
-    forward_kernel<double><<<rows, kThreads, 0, stream_of(l)>>>(
-        n, eps, static_cast<const double*>(x.data), ptr<double>(w), static_cast<double*>(out.data));
+    STAG_LAUNCH(forward_kernel<double>, rows, kThreads, 0, stream_of(l))
+    (n, eps, static_cast<const double*>(x.data), ptr<double>(w), static_cast<double*>(out.data));
   else
-    forward_kernel<float><<<rows, kThreads, 0, stream_of(l)>>>(
-        n, eps, static_cast<const float*>(x.data), ptr<float>(w), static_cast<float*>(out.data));
+    STAG_LAUNCH(forward_kernel<float>, rows, kThreads, 0, stream_of(l))
+    (n, eps, static_cast<const float*>(x.data), ptr<float>(w), static_cast<float*>(out.data));
 }
 
 void rms_norm_backward(const Launch& l, std::int64_t n, double eps, const Tensor& x,
@@ -69,13 +69,13 @@ void rms_norm_backward(const Launch& l, std::int64_t n, double eps, const Tensor
   const auto rows = static_cast<unsigned>(numel(out) / n);
   if (rows == 0) return;
   if (out.dtype == Dt::f64)
-    backward_kernel<double><<<rows, kThreads, 0, stream_of(l)>>>(
-        n, eps, static_cast<const double*>(x.data), ptr<double>(w),
-        static_cast<const double*>(g.data), static_cast<double*>(out.data));
+    STAG_LAUNCH(backward_kernel<double>, rows, kThreads, 0, stream_of(l))
+    (n, eps, static_cast<const double*>(x.data), ptr<double>(w), static_cast<const double*>(g.data),
+     static_cast<double*>(out.data));
   else
-    backward_kernel<float><<<rows, kThreads, 0, stream_of(l)>>>(
-        n, eps, static_cast<const float*>(x.data), ptr<float>(w), static_cast<const float*>(g.data),
-        static_cast<float*>(out.data));
+    STAG_LAUNCH(backward_kernel<float>, rows, kThreads, 0, stream_of(l))
+    (n, eps, static_cast<const float*>(x.data), ptr<float>(w), static_cast<const float*>(g.data),
+     static_cast<float*>(out.data));
 }
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

@@ -2,7 +2,7 @@
 // (p * theta^(-2i/Dh) loses digits in f32 at large positions).
 #include <stag/ops/cuda_common.cuh>
 
-namespace stag::cuda {
+namespace stag::STAG_CUDA_NAMESPACE {
 namespace {
 
 template <class T>
@@ -42,13 +42,13 @@ void rope(const Launch& l, double theta, std::int64_t offset, bool inverse, cons
   const Dt pt = positions ? positions->dtype : Dt::f32;
   const double sign = inverse ? -1.0 : 1.0;
   if (out.dtype == Dt::f64)
-    rope_kernel<double><<<blocks_for(n), kThreads, 0, stream_of(l)>>>(
-        theta, offset, sign, rows, seq, dh, per > 0 ? per : 1, pos, pt,
-        static_cast<const double*>(x.data), static_cast<double*>(out.data));
+    STAG_LAUNCH(rope_kernel<double>, blocks_for(n), kThreads, 0, stream_of(l))
+    (theta, offset, sign, rows, seq, dh, per > 0 ? per : 1, pos, pt,
+     static_cast<const double*>(x.data), static_cast<double*>(out.data));
   else
-    rope_kernel<float><<<blocks_for(n), kThreads, 0, stream_of(l)>>>(
-        theta, offset, sign, rows, seq, dh, per > 0 ? per : 1, pos, pt,
-        static_cast<const float*>(x.data), static_cast<float*>(out.data));
+    STAG_LAUNCH(rope_kernel<float>, blocks_for(n), kThreads, 0, stream_of(l))
+    (theta, offset, sign, rows, seq, dh, per > 0 ? per : 1, pos, pt,
+     static_cast<const float*>(x.data), static_cast<float*>(out.data));
 }
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

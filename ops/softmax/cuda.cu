@@ -3,7 +3,7 @@
 // or -inf (log_softmax), as on the CPU.
 #include <stag/ops/cuda_common.cuh>
 
-namespace stag::cuda {
+namespace stag::STAG_CUDA_NAMESPACE {
 namespace {
 
 struct Rows {
@@ -84,11 +84,11 @@ void softmax(const Launch& l, bool log, int axis, const Tensor& x, const Tensor*
   }
   const bool* m = mask ? static_cast<const bool*>(mask->data) : nullptr;
   if (out.dtype == Dt::f64)
-    softmax_kernel<double><<<blocks, kThreads, 0, stream_of(l)>>>(
-        log, r, static_cast<const double*>(x.data), m, mix, static_cast<double*>(out.data));
+    STAG_LAUNCH(softmax_kernel<double>, blocks, kThreads, 0, stream_of(l))
+    (log, r, static_cast<const double*>(x.data), m, mix, static_cast<double*>(out.data));
   else
-    softmax_kernel<float><<<blocks, kThreads, 0, stream_of(l)>>>(
-        log, r, static_cast<const float*>(x.data), m, mix, static_cast<float*>(out.data));
+    STAG_LAUNCH(softmax_kernel<float>, blocks, kThreads, 0, stream_of(l))
+    (log, r, static_cast<const float*>(x.data), m, mix, static_cast<float*>(out.data));
 }
 
 void softmax_backward(const Launch& l, bool log, int axis, const Tensor& y, const Tensor& g,
@@ -97,13 +97,13 @@ void softmax_backward(const Launch& l, bool log, int axis, const Tensor& y, cons
   const auto blocks = static_cast<unsigned>(r.outer * r.inner);
   if (blocks == 0) return;
   if (out.dtype == Dt::f64)
-    softmax_backward_kernel<double><<<blocks, kThreads, 0, stream_of(l)>>>(
-        log, r, static_cast<const double*>(y.data), static_cast<const double*>(g.data),
-        static_cast<double*>(out.data));
+    STAG_LAUNCH(softmax_backward_kernel<double>, blocks, kThreads, 0, stream_of(l))
+    (log, r, static_cast<const double*>(y.data), static_cast<const double*>(g.data),
+     static_cast<double*>(out.data));
   else
-    softmax_backward_kernel<float><<<blocks, kThreads, 0, stream_of(l)>>>(
-        log, r, static_cast<const float*>(y.data), static_cast<const float*>(g.data),
-        static_cast<float*>(out.data));
+    STAG_LAUNCH(softmax_backward_kernel<float>, blocks, kThreads, 0, stream_of(l))
+    (log, r, static_cast<const float*>(y.data), static_cast<const float*>(g.data),
+     static_cast<float*>(out.data));
 }
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

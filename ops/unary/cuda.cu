@@ -3,7 +3,7 @@
 #include <stag/ops/cuda_common.cuh>
 #include <stag/ops/unary/math.hpp>
 
-namespace stag::cuda {
+namespace stag::STAG_CUDA_NAMESPACE {
 namespace {
 
 template <class T>
@@ -35,13 +35,13 @@ void unary(const Launch& l, int op, double p, double q, const Tensor& x, const T
   const auto ix = index_for(out, ins);
   const std::int64_t n = numel(out);
   if (out.dtype == Dt::f64)
-    unary_kernel<double><<<blocks_for(n), kThreads, 0, stream_of(l)>>>(
-        static_cast<OpId>(op), p, q, ix, static_cast<const double*>(x.data),
-        static_cast<double*>(out.data), n);
+    STAG_LAUNCH(unary_kernel<double>, blocks_for(n), kThreads, 0, stream_of(l))
+    (static_cast<OpId>(op), p, q, ix, static_cast<const double*>(x.data),
+     static_cast<double*>(out.data), n);
   else
-    unary_kernel<float><<<blocks_for(n), kThreads, 0, stream_of(l)>>>(
-        static_cast<OpId>(op), p, q, ix, static_cast<const float*>(x.data),
-        static_cast<float*>(out.data), n);
+    STAG_LAUNCH(unary_kernel<float>, blocks_for(n), kThreads, 0, stream_of(l))
+    (static_cast<OpId>(op), p, q, ix, static_cast<const float*>(x.data),
+     static_cast<float*>(out.data), n);
 }
 
 void unary_backward(const Launch& l, int fwd_op, double p, double q, const Tensor& x,
@@ -50,15 +50,15 @@ void unary_backward(const Launch& l, int fwd_op, double p, double q, const Tenso
   const auto ix = index_for(out, ins);
   const std::int64_t n = numel(out);
   if (out.dtype == Dt::f64)
-    unary_backward_kernel<double><<<blocks_for(n), kThreads, 0, stream_of(l)>>>(
-        static_cast<OpId>(fwd_op), p, q, ix, static_cast<const double*>(x.data),
-        static_cast<const double*>(y.data), static_cast<const double*>(g.data),
-        static_cast<double*>(out.data), n);
+    STAG_LAUNCH(unary_backward_kernel<double>, blocks_for(n), kThreads, 0, stream_of(l))
+    (static_cast<OpId>(fwd_op), p, q, ix, static_cast<const double*>(x.data),
+     static_cast<const double*>(y.data), static_cast<const double*>(g.data),
+     static_cast<double*>(out.data), n);
   else
-    unary_backward_kernel<float><<<blocks_for(n), kThreads, 0, stream_of(l)>>>(
-        static_cast<OpId>(fwd_op), p, q, ix, static_cast<const float*>(x.data),
-        static_cast<const float*>(y.data), static_cast<const float*>(g.data),
-        static_cast<float*>(out.data), n);
+    STAG_LAUNCH(unary_backward_kernel<float>, blocks_for(n), kThreads, 0, stream_of(l))
+    (static_cast<OpId>(fwd_op), p, q, ix, static_cast<const float*>(x.data),
+     static_cast<const float*>(y.data), static_cast<const float*>(g.data),
+     static_cast<float*>(out.data), n);
 }
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

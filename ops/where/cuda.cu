@@ -1,7 +1,7 @@
 // CUDA kernel of where: a broadcasting copy of elements of a or b (any dtype, by size).
 #include <stag/ops/cuda_common.cuh>
 
-namespace stag::cuda {
+namespace stag::STAG_CUDA_NAMESPACE {
 namespace {
 
 template <class E>
@@ -19,9 +19,9 @@ template <class E>
 void run(const Launch& l, const Tensor& c, const Tensor& a, const Tensor& b, const Tensor& out) {
   const Tensor* ins[3] = {&c, &a, &b};
   const std::int64_t n = numel(out);
-  where_kernel<E><<<blocks_for(n), kThreads, 0, stream_of(l)>>>(
-      index_for(out, ins), static_cast<const bool*>(c.data), static_cast<const E*>(a.data),
-      static_cast<const E*>(b.data), static_cast<E*>(out.data), n);
+  STAG_LAUNCH(where_kernel<E>, blocks_for(n), kThreads, 0, stream_of(l))
+  (index_for(out, ins), static_cast<const bool*>(c.data), static_cast<const E*>(a.data),
+   static_cast<const E*>(b.data), static_cast<E*>(out.data), n);
 }
 
 }  // namespace
@@ -40,4 +40,4 @@ void where(const Launch& l, const Tensor& c, const Tensor& a, const Tensor& b, c
   }
 }
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

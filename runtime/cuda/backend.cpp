@@ -5,7 +5,7 @@
 #include <stag/runtime/cuda/backend.hpp>
 #include <stag/runtime/cuda/kernels.hpp>
 
-namespace stag::cuda {
+namespace stag::STAG_CUDA_NAMESPACE {
 
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess)
@@ -39,15 +39,19 @@ Backend::Backend() {
               std::to_string(prop.minor) + ", " + std::to_string(prop.totalGlobalMem >> 30) +
               " GiB)";
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+#if !defined(STAG_CUDA_INTERPRET)
   if (cublasLtCreate(&blas_) != CUBLAS_STATUS_SUCCESS)
     throw Error("stag: cuda: cublasLtCreate failed");
   check(cudaMalloc(&blas_ws_, kBlasWorkspace), "cudaMalloc (cuBLASLt workspace)");
+#endif
 }
 
 Backend::~Backend() {
   cudaStreamSynchronize(stream_);
+#if !defined(STAG_CUDA_INTERPRET)
   cudaFree(blas_ws_);
   cublasLtDestroy(blas_);
+#endif
   cudaStreamDestroy(stream_);
 }
 
@@ -126,4 +130,4 @@ void Backend::finish_step(DevicePlanState& ds) {
   throw Error("stag: cuda: a kernel reported a bad input at node " + std::to_string(node));
 }
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

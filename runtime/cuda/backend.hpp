@@ -1,14 +1,22 @@
 // The CUDA device backend: one stream, the device allocator, cuBLASLt's handle and workspace.
+// Built twice: for the GPU (namespace stag::cuda, Device::cuda) and, always, in interpret mode
+// (stag::cuda_interpret, Device::cuda_interpret): the same host code and kernels on the CPU
+// through ops/cuda_interpret.hpp, with a host GEMM in place of cuBLASLt.
 #pragma once
-
-#include <cublasLt.h>
-#include <cuda_runtime.h>
 
 #include <string>
 
+#if defined(STAG_CUDA_INTERPRET)
+#include <stag/ops/cuda_interpret.hpp>  // the CUDA runtime emulated; no cuBLASLt (matmul.cpp)
+#else
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#endif
+
+#include <stag/ops/cuda_launch.hpp>
 #include <stag/runtime/device.hpp>
 
-namespace stag::cuda {
+namespace stag::STAG_CUDA_NAMESPACE {
 
 // Throws a stag::Error naming `what` when a CUDA runtime call failed.
 void check(cudaError_t e, const char* what);
@@ -17,8 +25,18 @@ class Backend final : public DeviceBackend {
  public:
   Backend();
   ~Backend() override;
-  Device device() const override { return Device::cuda; }
-  std::string describe() const override { return describe_; }
+#if defined(STAG_CUDA_INTERPRET)
+  Device device() const override {
+    return Device::cuda_interpret;
+  }
+#else
+  Device device() const override {
+    return Device::cuda;
+  }
+#endif
+  std::string describe() const override {
+    return describe_;
+  }
   void* alloc(std::size_t bytes) override;
   void free(void* p) noexcept override;
   void to_device(void* dst, const void* src, std::size_t bytes) override;
@@ -29,16 +47,26 @@ class Backend final : public DeviceBackend {
   std::unique_ptr<CpuKernel> make_kernel(const CpuNode& n, DevicePlanState& s) override;
   void finish_step(DevicePlanState& s) override;
 
-  cudaStream_t stream() const { return stream_; }
-  cublasLtHandle_t blas() const { return blas_; }
-  void* blas_workspace() const { return blas_ws_; }
+  cudaStream_t stream() const {
+    return stream_;
+  }
+#if !defined(STAG_CUDA_INTERPRET)
+  cublasLtHandle_t blas() const {
+    return blas_;
+  }
+  void* blas_workspace() const {
+    return blas_ws_;
+  }
   static constexpr std::size_t kBlasWorkspace = std::size_t{32} << 20;
+#endif
 
  private:
   cudaStream_t stream_ = nullptr;
+#if !defined(STAG_CUDA_INTERPRET)
   cublasLtHandle_t blas_ = nullptr;
   void* blas_ws_ = nullptr;
+#endif
   std::string describe_;
 };
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

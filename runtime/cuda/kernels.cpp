@@ -9,7 +9,7 @@
 #include <stag/runtime/cuda/backend.hpp>
 #include <stag/runtime/cuda/kernels.hpp>
 
-namespace stag::cuda {
+namespace stag::STAG_CUDA_NAMESPACE {
 
 static_assert(kRank == kMaxRank, "the launch interface's rank must be stag's");
 static_assert(static_cast<int>(Dt::boolean) == static_cast<int>(DType::boolean) &&
@@ -637,4 +637,4 @@ std::uint8_t strided_bits(OpId op) {
   return strided ? 0xff : 0;
 }
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

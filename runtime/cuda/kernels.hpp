@@ -11,7 +11,7 @@
 #include <stag/ops/registry.hpp>
 #include <stag/runtime/device.hpp>
 
-namespace stag::cuda {
+namespace stag::STAG_CUDA_NAMESPACE {
 
 class Backend;
 
@@ -84,4 +84,4 @@ std::unique_ptr<CpuKernel> make_matmul(const CpuNode& n, PlanState& s);
 // Refuses a node with the reason: "stag: cuda cannot run node '<name>' (op <op>): <why>".
 [[noreturn]] void refuse(const CpuNode& n, const std::string& why);
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

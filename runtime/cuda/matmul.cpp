@@ -8,7 +8,8 @@
 #include <stag/runtime/cuda/backend.hpp>
 #include <stag/runtime/cuda/kernels.hpp>
 
-namespace stag::cuda {
+namespace stag::STAG_CUDA_NAMESPACE {
+#if !defined(STAG_CUDA_INTERPRET)
 namespace {
 
 void check_blas(cublasStatus_t st, const char* what) {
@@ -22,6 +23,7 @@ cudaDataType_t blas_type(DType t) {
 }
 
 }  // namespace
+#endif
 
 Gemm plan_gemm(const TensorView& a, const TensorView& b, const TensorView& c, bool ta) {
   Gemm g;
@@ -76,6 +78,84 @@ Gemm plan_gemm(const TensorView& a, const TensorView& b, const TensorView& c, bo
   return g;
 }
 
+#if defined(STAG_CUDA_INTERPRET)
+namespace {
+
+// Interpret mode: the GEMMs the plan hands cuBLASLt on a GPU (plan_gemm's calls, batches and
+// offsets, so that the batch planning is exercised too), computed on the host with a double
+// accumulator. A stand-in for cuBLASLt's results, not a model of its rounding or of TF32.
+class Matmul {
+ public:
+  Matmul(const CpuNode& n, PlanState&) {
+    const TensorView &a = n.in[0], &b = n.in[1], &c = n.out;
+    ta_ = n.attr().i[0] != 0;
+    tb_ = n.attr().i[1] != 0;
+    if (!n.post.empty()) refuse(n, "internal: folded operations reached the GPU");
+    if (a.dtype != b.dtype ||
+        (a.dtype != DType::f32 && a.dtype != DType::bf16 && a.dtype != DType::f64))
+      refuse(n, "operands must be f32, f64 or bf16");
+    if (!c.contiguous()) refuse(n, "internal: strided output");
+    const auto last_two_dense = [](const TensorView& v) {
+      return v.strides[v.rank - 1] == 1 && v.strides[v.rank - 2] == v.dims[v.rank - 1];
+    };
+    if (!last_two_dense(a) || !last_two_dense(b))
+      refuse(n, "internal: an operand's matrices are not dense (the plan must copy it)");
+    g_ = plan_gemm(a, b, c, ta_);
+    a_ = static_cast<const char*>(a.data);
+    b_ = static_cast<const char*>(b.data);
+    c_ = static_cast<char*>(c.data);
+    t_ = a.dtype;
+    e_ = static_cast<std::int64_t>(dtype_size(a.dtype));
+    what_ = "host gemm (interpret) " + std::string(dtype_name(a.dtype)) + " " +
+            std::to_string(g_.m) + "x" + std::to_string(g_.n) + "x" + std::to_string(g_.k) +
+            (g_.batch > 1 ? " batch " + std::to_string(g_.batch) : "") +
+            (g_.outer_a.size() > 1 ? " x" + std::to_string(g_.outer_a.size()) + " launches" : "");
+  }
+  void run(const Launch&) const {
+    const std::int64_t m = g_.m, n = g_.n, k = g_.k;
+    for (std::size_t o = 0; o < g_.outer_a.size(); ++o)
+      for (std::int64_t bi = 0; bi < g_.batch; ++bi) {
+        const char* A = a_ + (g_.outer_a[o] + bi * g_.stride_a) * e_;
+        const char* B = b_ + (g_.outer_b[o] + bi * g_.stride_b) * e_;
+        char* C = c_ + (g_.outer_c[o] + bi * g_.stride_c) * e_;
+        for (std::int64_t i = 0; i < m; ++i)
+          for (std::int64_t j = 0; j < n; ++j) {
+            double acc = 0;
+            for (std::int64_t p = 0; p < k; ++p)
+              acc += load(A, ta_ ? p * m + i : i * k + p) * load(B, tb_ ? j * k + p : p * n + j);
+            store(C, i * n + j, acc);
+          }
+      }
+  }
+  const std::string& what() const { return what_; }
+
+ private:
+  double load(const char* p, std::int64_t i) const {
+    if (t_ == DType::f64) return reinterpret_cast<const double*>(p)[i];
+    if (t_ == DType::bf16) return __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(p)[i]);
+    return reinterpret_cast<const float*>(p)[i];
+  }
+  void store(char* p, std::int64_t i, double v) const {
+    if (t_ == DType::f64)
+      reinterpret_cast<double*>(p)[i] = v;
+    else if (t_ == DType::bf16)
+      reinterpret_cast<__nv_bfloat16*>(p)[i] = __double2bfloat16(v);
+    else
+      reinterpret_cast<float*>(p)[i] = static_cast<float>(v);
+  }
+
+  Gemm g_;
+  bool ta_ = false, tb_ = false;
+  const char* a_ = nullptr;
+  const char* b_ = nullptr;
+  char* c_ = nullptr;
+  DType t_ = DType::f32;
+  std::int64_t e_ = 4;
+  std::string what_;
+};
+
+}  // namespace
+#else
 namespace {
 
 class Matmul {
@@ -192,6 +272,7 @@ class Matmul {
 };
 
 }  // namespace
+#endif
 
 std::unique_ptr<CpuKernel> make_matmul(const CpuNode& n, PlanState& s) {
   auto mm = std::make_shared<Matmul>(n, s);
@@ -200,4 +281,4 @@ std::unique_ptr<CpuKernel> make_matmul(const CpuNode& n, PlanState& s) {
   return k;
 }
 
-}  // namespace stag::cuda
+}  // namespace stag::STAG_CUDA_NAMESPACE

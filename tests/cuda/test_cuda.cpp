@@ -141,13 +141,21 @@ TEST_CASE("every op has a CUDA kernel or a stated reason, and only sources are n
 
 // ---- on a GPU -----------------------------------------------------------------------------
 
+// The device of the [gpu] cases: the GPU (ctest label cuda), or the same CUDA backend in
+// interpret mode, its kernels run on the CPU (STAG_TEST_DEVICE=cuda_interpret, label
+// cuda_interpret, in every test run).
+Device gpu_device() {
+  const char* d = std::getenv("STAG_TEST_DEVICE");
+  return d != nullptr && std::string(d) == "cuda_interpret" ? Device::cuda_interpret : Device::cuda;
+}
+
 void copy_params(Session& to, const Session& from) {
   for (const auto& [k, v] : from.params()) to.set_param(k, v);
 }
 
 TEST_CASE("a training step on the GPU matches the CPU and the reference", "[gpu]") {
   Session cpu(train, {.threads = 2, .seed = 7});
-  Session gpu(train, {.device = Device::cuda, .seed = 7});
+  Session gpu(train, {.device = gpu_device(), .seed = 7});
   for (auto [b, s] : {std::pair{4, 9}, std::pair{3, 13}}) {
     INFO("batch " << b << ", seq " << s);
     const NamedArrays in = batch_inputs(b, s, static_cast<std::uint64_t>(b * 100 + s));
@@ -172,7 +180,7 @@ TEST_CASE("a training step on the GPU matches the CPU and the reference", "[gpu]
 
 TEST_CASE("the same seed gives bitwise-equal losses and parameters on the GPU", "[gpu]") {
   auto run = [] {
-    Session s(train, {.device = Device::cuda, .seed = 3});
+    Session s(train, {.device = gpu_device(), .seed = 3});
     std::vector<double> losses;
     for (int step = 1; step <= 5; ++step) {
       NamedArrays in = batch_inputs(8, 16, static_cast<std::uint64_t>(step));
@@ -191,7 +199,7 @@ TEST_CASE("the same seed gives bitwise-equal losses and parameters on the GPU", 
 }
 
 TEST_CASE("a bad token id on the GPU gives the CPU's error and changes no parameter", "[gpu]") {
-  Session gpu(train, {.device = Device::cuda, .seed = 5});
+  Session gpu(train, {.device = gpu_device(), .seed = 5});
   NamedArrays in = batch_inputs(2, 6, 1);
   gpu.set_inputs(in);
   gpu.run({.training = true});
