@@ -106,6 +106,26 @@ std::size_t embedding_backward_workspace(std::int64_t positions);
 void embedding_backward(const Launch&, const Tensor& ids, const Tensor& g, const Tensor& out,
                         void* workspace, std::size_t workspace_bytes);
 
+// ---- scans (ops/argmax, ops/cumsum): dense x, one thread per line along `axis` -------------
+// argmax of f32, f64, i32 or i64 into i32: the first index on ties, a NaN wins (as the CPU).
+void argmax(const Launch&, int axis, const Tensor& x, const Tensor& out);
+// cumsum of f32 or f64 (from the end with `reverse`), summed in x's dtype in the line's order.
+void cumsum(const Launch&, int axis, bool reverse, const Tensor& x, const Tensor& out);
+
+// ---- the KV cache (ops/cache_write) ----------------------------------------------------------
+// rows [.., T, D] written at position p of cache [.., L, D] (in place), p from `pos` (i32 or
+// i64): pos[b] for batch row b when per_row (-1: row b is left alone), else pos[0]. A position
+// that does not fit records its batch row in Launch::bad, and then nothing is written.
+struct CacheWriteArgs {
+  const void* pos = nullptr;
+  bool pos64 = false, per_row = false;
+  std::int64_t batch = 1;  // the cache's first dim (1 for a cache [L, D])
+  std::int64_t outer = 1;  // product of the dims before [L, D]
+  std::int64_t inner = 1;  // outer / batch: blocks per batch row
+  std::int64_t len = 0, t = 0, d = 0;
+};
+void cache_write(const Launch&, const CacheWriteArgs& a, const Tensor& rows, const Tensor& cache);
+
 // ---- positions (ops/rope) -------------------------------------------------------------------
 // Rotates pairs (i, i + Dh/2) of x's rows by (p + offset) * theta^(-2i/Dh), angles in double;
 // p = s, or positions[s] ([S] or [B, S], any integer or float dtype) when given.

@@ -4,6 +4,7 @@
 // Factories check dtypes and layouts at plan time and refuse what the kernels do not handle.
 #include <cstring>
 
+#include <stag/ops/cache_write/position.hpp>
 #include <stag/runtime/array.hpp>
 #include <stag/runtime/cpu/kernel_tables.hpp>
 #include <stag/runtime/cuda/backend.hpp>
@@ -364,6 +365,57 @@ std::unique_ptr<CpuKernel> make_reduce(const CpuNode& n, PlanState& s) {
   const Tensor x = tensor(n.in[0]), out = tensor(n.out);
   return node(n, s, "reduce", [=](const Launch& l) { reduce(l, fold, mask, x, out); });
 }
+std::unique_ptr<CpuKernel> make_cache_write(const CpuNode& n, PlanState& s) {
+  need_contiguous(n);
+  const TensorView &cache = n.in[0], &rows = n.in[1], &pos = n.in[2];
+  if (pos.dtype != DType::i32 && pos.dtype != DType::i64)
+    refuse(n,
+           "cache_write positions must be i32 or i64, got " + std::string(dtype_name(pos.dtype)));
+  if (rows.dtype != cache.dtype) refuse(n, "rows and cache differ in dtype");
+  const kernel::CacheWriteLayout lay = kernel::cache_write_layout(cache, rows);
+  CacheWriteArgs a;
+  a.pos = pos.data;
+  a.pos64 = pos.dtype == DType::i64;
+  // Per row as the reference decides it (kernel::cache_write_positions): pos is [B] in the graph.
+  const ShapeV& ps = n.g.shape(n.g.node(n.node).in[2]);
+  a.per_row = cache.rank >= 3 && ps.rank == 1 && !(ps.dims[0] == static_dim(1)) &&
+              ps.dims[0] == n.g.shape(n.g.node(n.node).in[0]).dims[0];
+  a.batch = cache.rank >= 3 ? cache.dims[0] : 1;
+  a.outer = lay.outer;
+  a.inner = lay.inner;
+  a.len = lay.len;
+  a.t = lay.t;
+  a.d = cache.dims[cache.rank - 1];
+  const Tensor c = tensor(cache), r = tensor(rows), out = tensor(n.out);
+  const bool copy = n.out.data != cache.data;  // the result is not the cache's own bytes
+  return node(
+      n, s, "cache_write",
+      [=](const Launch& l) {
+        cache_write(l, a, r, c);
+        if (copy) convert(l, c, out);
+      },
+      true);
+}
+std::unique_ptr<CpuKernel> make_argmax(const CpuNode& n, PlanState& s) {
+  const DType t = n.in[0].dtype;
+  if (t != DType::f32 && t != DType::f64 && t != DType::i32 && t != DType::i64)
+    refuse(n, "argmax takes f32, f64, i32 or i64, got " + std::string(dtype_name(t)));
+  need_contiguous(n);
+  const int axis = static_cast<int>(n.attr().i[0]);
+  const std::int64_t len = n.in[0].dims[axis];
+  if (n.out.numel() > 0 && (len == 0 || len > INT32_MAX))
+    throw_reference_check(n);  // the CPU's message: an empty dim, or indices past i32
+  const Tensor x = tensor(n.in[0]), out = tensor(n.out);
+  return node(n, s, "argmax", [=](const Launch& l) { argmax(l, axis, x, out); });
+}
+std::unique_ptr<CpuKernel> make_cumsum(const CpuNode& n, PlanState& s) {
+  need_float(n, n.out.dtype);
+  need_contiguous(n);
+  const int axis = static_cast<int>(n.attr().i[0]);
+  const bool reverse = n.attr().i[1] != 0;
+  const Tensor x = tensor(n.in[0]), out = tensor(n.out);
+  return node(n, s, "cumsum", [=](const Launch& l) { cumsum(l, axis, reverse, x, out); });
+}
 void need_ids(const CpuNode& n, const TensorView& ids, const char* what) {
   if (ids.dtype != DType::i32 && ids.dtype != DType::i64)
     refuse(n, std::string(what) + " must be i32 or i64, got " + std::string(dtype_name(ids.dtype)));
@@ -536,7 +588,7 @@ constexpr OpSupport entry(OpId op) {
     case OpId::max:
       return {&make_reduce};
     case OpId::argmax:
-      return {nullptr, "no CUDA kernel yet (argmax: run generation's sampling on the CPU)"};
+      return {&make_argmax};
     case OpId::softmax:
     case OpId::log_softmax:
       return {&make_softmax};
@@ -575,7 +627,7 @@ constexpr OpSupport entry(OpId op) {
     case OpId::rope:
       return {&make_rope};
     case OpId::cache_write:
-      return {nullptr, "no CUDA kernel yet (cache_write: KV-cache generation runs on the CPU)"};
+      return {&make_cache_write};
     case OpId::attention:
     case OpId::attention_backward:
     case OpId::attention_backward_kv:
@@ -589,7 +641,7 @@ constexpr OpSupport entry(OpId op) {
     case OpId::adam_update:
       return {&make_adam};
     case OpId::cumsum:
-      return {nullptr, "no CUDA kernel yet (cumsum)"};
+      return {&make_cumsum};
     case OpId::count:
       break;
   }
