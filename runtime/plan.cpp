@@ -536,7 +536,13 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
     pb.req.start = std::min(pb.req.start, pos[idx(buf_node[idx(bb)])]);
     pb.req.end = std::max({pb.req.end, last_read[idx(bb)], pos[idx(buf_node[idx(bb)])]});
     if (buf_kept[idx(bb)]) pb.req.end = N;
-    if (buf_input[idx(bb)]) pb.req.start = -1;  // inputs are copied in before the first node runs
+    if (buf_input[idx(bb)]) {
+      pb.req.start = -1;  // inputs are copied in before the first node runs
+      // On a device they also live to the end of the step: a kernel that found a bad input
+      // (an id, a label, a position) is re-run on the host from them once the step is done,
+      // for the CPU's message (runtime/cuda, NodeKernel::rethrow_on_host). Inputs are small.
+      if (opts.device != nullptr) pb.req.end = N;
+    }
   }
   for (int n = 0; n < N; ++n)
     if (node_buf[idx(n)] >= 0) plan->nodes[idx(n)].buffer = final_id[idx(node_buf[idx(n)])];

@@ -32,6 +32,8 @@ class Evaluation {
   std::vector<Array> values_;
 };
 
+// The caller's inputs and params are read, never written (copies are evaluated: the optimizer
+// updates and cache_write write their inputs in place).
 Evaluation evaluate_reference(const GraphView& g, const NamedArrays& inputs,
                               const NamedArrays& params, const EvalOptions& opts = {});
 
