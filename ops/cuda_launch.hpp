@@ -112,6 +112,35 @@ void argmax(const Launch&, int axis, const Tensor& x, const Tensor& out);
 // cumsum of f32 or f64 (from the end with `reverse`), summed in x's dtype in the line's order.
 void cumsum(const Launch&, int axis, bool reverse, const Tensor& x, const Tensor& out);
 
+// ---- the fused attention (ops/attention) ------------------------------------------------------
+// q [B, Hq, Sq, Dk], k [B, Hkv, Sk, Dk], v [B, Hkv, Sk, Dv] (and do [B, Hq, Sq, Dv]) dense, in
+// element type qt (f32, f64 or bf16; do in gt); out f32 or f64. Attrs as the op's
+// (ops/attention/attention.hpp); keep strides broadcast the mask over [B, Hq, Sq, Sk]; pos: the
+// cache positions [B] (a position outside [-1, Sk - Sq] records its batch row in Launch::bad).
+inline constexpr int kMaxHeadDim = 256;
+struct AttentionArgs {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  const void* g = nullptr;  // do, for the gradients
+  Dt qt = Dt::f32, gt = Dt::f32;
+  std::int64_t B = 1, Hq = 1, Hkv = 1, Sq = 1, Sk = 1, Dk = 1, Dv = 1;
+  int mask_kind = 0, score_kind = 0;  // AttnMask, AttnScore
+  std::int64_t window = 0;
+  double scale = 1, softcap = 0, drop = 0;  // drop: 0 unless training
+  std::uint64_t seed = 0, step = 0, salt = 0, index_offset = 0;
+  const bool* keep = nullptr;
+  std::int64_t keep_st[4] = {};
+  const std::int32_t* pos = nullptr;
+};
+void attention_forward(const Launch&, const AttentionArgs& a, const Tensor& out);
+// The gradients' scratch: per query row, the softmax's max, sum and sum_j p_j dp_j.
+std::size_t attention_workspace(const AttentionArgs& a);
+void attention_backward_dq(const Launch&, const AttentionArgs& a, const Tensor& out, void* ws);
+// dk (dv = false) or dv.
+void attention_backward_kv(const Launch&, const AttentionArgs& a, bool dv, const Tensor& out,
+                           void* ws);
+
 // ---- the KV cache (ops/cache_write) ----------------------------------------------------------
 // rows [.., T, D] written at position p of cache [.., L, D] (in place), p from `pos` (i32 or
 // i64): pos[b] for batch row b when per_row (-1: row b is left alone), else pos[0]. A position

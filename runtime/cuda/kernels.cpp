@@ -2,7 +2,9 @@
 // NodeKernel calling its launch function (ops/<op>/cuda.cu), or the reason the GPU cannot run
 // it. A static_assert below names any op that has neither, so a new op cannot be forgotten.
 // Factories check dtypes and layouts at plan time and refuse what the kernels do not handle.
+#include <cmath>
 #include <cstring>
+#include <span>
 
 #include <stag/ops/cache_write/position.hpp>
 #include <stag/runtime/array.hpp>
@@ -365,6 +367,95 @@ std::unique_ptr<CpuKernel> make_reduce(const CpuNode& n, PlanState& s) {
   const Tensor x = tensor(n.in[0]), out = tensor(n.out);
   return node(n, s, "reduce", [=](const Launch& l) { reduce(l, fold, mask, x, out); });
 }
+constexpr const char* kModsRefused =
+    "score_mod / mask_mod are compiled for the host; the GPU attention kernel does not run them "
+    "yet";
+bool has_mods(const GraphView& g, int n) {
+  const OpId op = op_id(g.node(n).op);
+  return (op == OpId::attention || op == OpId::attention_backward ||
+          op == OpId::attention_backward_kv) &&
+         g.attr(n).i[4] == 2;
+}
+
+// attention (q, k, v, [keep | pos]), attention_backward (q, k, v, o, do, [keep | pos]) and
+// attention_backward_kv (dq, then attention_backward's inputs): one factory.
+std::unique_ptr<CpuKernel> make_attention(const CpuNode& n, PlanState& s) {
+  const OpId op = op_id(n.n().op);
+  const std::span<const TensorView> in =
+      op == OpId::attention_backward_kv ? std::span(n.in).subspan(1) : std::span(n.in);
+  const Attrs& at = n.attr();
+  if (at.i[4] == 2) refuse(n, kModsRefused);
+  need_float(n, n.out.dtype);
+  need_contiguous(n);
+  const TensorView &q = in[0], &k = in[1], &v = in[2];
+  if (q.dtype != k.dtype || q.dtype != v.dtype ||
+      (q.dtype != DType::f32 && q.dtype != DType::f64 && q.dtype != DType::bf16))
+    refuse(n, "q, k and v must share one dtype: f32, f64 or bf16");
+  AttentionArgs a;
+  a.q = q.data;
+  a.k = k.data;
+  a.v = v.data;
+  a.qt = static_cast<Dt>(q.dtype);
+  const int r = q.rank;
+  a.B = q.dims[0];
+  a.Hq = r == 4 ? q.dims[1] : 1;
+  a.Hkv = r == 4 ? k.dims[1] : 1;
+  a.Sq = q.dims[r - 2];
+  a.Sk = k.dims[r - 2];
+  a.Dk = q.dims[r - 1];
+  a.Dv = v.dims[r - 1];
+  if (a.Dk > kMaxHeadDim || a.Dv > kMaxHeadDim)
+    refuse(n, "head dims above " + std::to_string(kMaxHeadDim) + " are not supported on the GPU");
+  a.mask_kind = static_cast<int>(at.i[0]);
+  a.window = at.i[1];
+  a.salt = static_cast<std::uint64_t>(at.i[2]);
+  a.scale = at.i[3] ? 1.0 / std::sqrt(static_cast<double>(a.Dk)) : at.f[0];
+  a.score_kind = static_cast<int>(at.i[6]);
+  a.softcap = at.f[2];
+  const bool backward = op != OpId::attention;
+  if (backward) {
+    a.g = in[4].data;
+    a.gt = static_cast<Dt>(in[4].dtype);
+  }
+  const std::size_t extra = backward ? 5 : 3;  // the keep mask or the positions
+  if (at.i[4] == 1) {
+    a.pos = static_cast<const std::int32_t*>(in[extra].data);
+  } else if (in.size() > extra) {
+    TensorView m = in[extra];
+    if (m.rank == 3) {  // [B, Sq, Sk]: insert the head axis
+      m.rank = 4;
+      m.dims[3] = m.dims[2], m.dims[2] = m.dims[1], m.dims[1] = 1;
+      m.strides[3] = m.strides[2], m.strides[2] = m.strides[1], m.strides[1] = 0;
+    }
+    const std::int64_t sd[4] = {a.B, a.Hq, a.Sq, a.Sk};
+    kernel::broadcast_strides(m, 4, sd, a.keep_st);
+    a.keep = static_cast<const bool*>(m.data);
+  }
+  const double drop = at.f[1];
+  const RunState* st = &n.state;
+  const std::int64_t weights = a.B * a.Hq * a.Sq * a.Sk;
+  const Tensor out = tensor(n.out);
+  auto kern = std::make_unique<NodeKernel>(n, s, "cuda " + std::string(op_name(n.n().op)),
+                                           a.pos != nullptr);
+  void* ws = backward ? kern->workspace(attention_workspace(a)) : nullptr;
+  const bool dv = at.i[5] == 1;
+  kern->set([=](const Launch& l) {
+    AttentionArgs run = a;
+    if (st->training && drop > 0) {
+      run.drop = drop;
+      run.seed = st->seed;
+      run.step = st->step;
+      run.index_offset = global_index_offset(*st, weights);
+    }
+    if (op == OpId::attention)
+      attention_forward(l, run, out);
+    else if (op == OpId::attention_backward)
+      attention_backward_dq(l, run, out, ws);
+    else
+      attention_backward_kv(l, run, dv, out, ws);
+  });
+  return kern;
+}
 std::unique_ptr<CpuKernel> make_cache_write(const CpuNode& n, PlanState& s) {
   need_contiguous(n);
   const TensorView &cache = n.in[0], &rows = n.in[1], &pos = n.in[2];
@@ -518,9 +609,6 @@ std::unique_ptr<CpuKernel> make_adam(const CpuNode& n, PlanState& s) {
 }
 
 constexpr const char* kSource = "a graph source, never a kernel";
-constexpr const char* kAttention =
-    "the fused attention has no GPU kernel yet (a flash-style kernel is planned); build the "
-    "model with the unfused attention (softmax of q k^T) to run it on the GPU";
 
 // Every op: its factory, or why it has none. No default case: a new op without an entry
 // returns {} and fails the static_assert below, which names it.
@@ -631,7 +719,7 @@ constexpr OpSupport entry(OpId op) {
     case OpId::attention:
     case OpId::attention_backward:
     case OpId::attention_backward_kv:
-      return {nullptr, kAttention};
+      return {&make_attention};
     case OpId::dropout:
       return {&make_dropout};
     case OpId::cast:
@@ -674,6 +762,9 @@ std::string unsupported(const GraphView& g) {
     if (s.make == nullptr && op != OpId::input && op != OpId::parameter)
       return "stag: cuda cannot run node '" + g.name(n) + "' (op " +
              std::string(op_name(g.node(n).op)) + "): " + s.unsupported;
+    if (has_mods(g, n))  // refused by the factory too (make_attention)
+      return "stag: cuda cannot run node '" + g.name(n) + "' (op " +
+             std::string(op_name(g.node(n).op)) + "): " + kModsRefused;
   }
   return "";
 }

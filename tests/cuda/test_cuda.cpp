@@ -22,8 +22,8 @@ constexpr auto dense(Scope s, Tensor<S> x) {
   return matmul(x, param<Shape<in, Out>>(s, "weight")) + param<Shape<Out>>(s, "bias", kZeros);
 }
 
-// A small encoder classifier with the unfused attention chain (the fused op has no GPU kernel
-// yet): embedding, masked softmax attention, layer norm, GELU MLP, mean pool, cross-entropy.
+// A small encoder classifier: embedding, masked softmax attention (the op chain, or with Fuse
+// the fused attention op with a dense keep mask), layer norm, GELU MLP, mean pool, cross-entropy.
 template <bool Fuse>
 constexpr auto encoder = model([](Builder& g) {
   g.fuse_attention = Fuse;
@@ -71,20 +71,30 @@ TEST_CASE("a CUDA session where no GPU can run says why", "[cuda]") {
                     Catch::Contains("stag: device cuda cannot run here: "));
 }
 
-TEST_CASE("a graph with an op the GPU backend lacks is refused, naming the node and the op",
-          "[cuda]") {
+// score_mod / mask_mod are host code: the CUDA attention kernel refuses them at plan time.
+constexpr auto softcap_mod = [](auto s, auto...) { return 2.0 * tanh(s / 2.0); };
+constexpr auto modded = model([](Builder& g) {
+  auto q = input<"q", Shape<2, 2, 5, 8>>(g);
+  return sum<0, 1, 2, 3>(sdpa(q, q, q, score_mod<"softcap">(softcap_mod)));
+});
+
+TEST_CASE("a node the GPU backend cannot run is refused, naming the node and the op", "[cuda]") {
+  const std::string why = device_unsupported(Device::cuda_interpret, modded);
+  CHECK_THAT(why, Catch::StartsWith("stag: cuda cannot run node '") &&
+                      Catch::Contains("' (op attention): score_mod / mask_mod are compiled for "
+                                      "the host"));
+  CHECK_THROWS_WITH(Session(modded, {.device = Device::cuda_interpret}), why);
   constexpr auto fused = train_step<encoder<true>, AdamW{}>();
   static_assert(fused.count(op::attention) == 1);
-  const std::string why = device_unsupported(Device::cuda, fused);
+  CHECK(device_unsupported(Device::cuda_interpret, fused).empty());  // it has kernels now
+  CHECK(device_unsupported(Device::cuda_interpret, train).empty());
 #ifdef STAG_HAVE_CUDA
-  CHECK_THAT(why, Catch::StartsWith("stag: cuda cannot run node '") &&
-                      Catch::Contains("' (op attention): the fused attention has no GPU kernel"));
-  CHECK_THROWS_WITH(Session(fused, {.device = Device::cuda}), why);
-  CHECK(device_unsupported(Device::cuda, train).empty());  // the unfused chain has kernels
+  CHECK(device_unsupported(Device::cuda, modded) == why);
 #else
-  CHECK_THAT(why, Catch::Contains("this stag was built without CUDA"));
+  CHECK_THAT(device_unsupported(Device::cuda, modded),
+             Catch::Contains("this stag was built without CUDA"));
 #endif
-  CHECK(device_unsupported(Device::cpu, fused).empty());
+  CHECK(device_unsupported(Device::cpu, modded).empty());
 }
 
 #ifdef STAG_HAVE_CUDA
@@ -175,6 +185,26 @@ TEST_CASE("a training step on the GPU matches the CPU and the reference", "[gpu]
       INFO(k);
       th::require_close(gpu.params().at(k), v, 1e-5);
     }
+  }
+}
+
+TEST_CASE("a training step with the fused attention on the GPU matches the CPU", "[gpu]") {
+  constexpr auto fused = train_step<encoder<true>, AdamW{.weight_decay = 0.01, .clip_norm = 1.0}>();
+  static_assert(fused.count(op::attention) == 1 && fused.count(op::attention_backward) == 1);
+  Session cpu(fused, {.threads = 2, .seed = 7});
+  Session gpu(fused, {.device = gpu_device(), .seed = 7});
+  const NamedArrays in = batch_inputs(3, 11, 311);
+  copy_params(gpu, cpu);
+  const Evaluation ref = evaluate_reference(fused, in, cpu.params());
+  cpu.set_inputs(in);
+  gpu.set_inputs(in);
+  cpu.run({.training = true});
+  gpu.run({.training = true});
+  const double want = ref.result().at(0);
+  CHECK(std::abs(gpu.result() - want) <= 1e-5 * std::max(1.0, std::abs(want)));
+  for (const auto& [k, v] : cpu.params()) {  // after the AdamW update
+    INFO(k);
+    th::require_close(gpu.params().at(k), v, 1e-5);
   }
 }
 
