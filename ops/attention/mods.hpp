@@ -31,6 +31,7 @@
 
 #include <stag/graph/dtype.hpp>
 #include <stag/graph/fixed_string.hpp>
+#include <stag/graph/report.hpp>
 
 namespace stag::attn {
 
@@ -277,9 +278,10 @@ struct Cap {
 
   template <class... I>
   auto operator()(I... i) const {
-    static_assert(sizeof...(I) == Rank,
-                  "stag::sdpa: a tensor captured by score_mod / mask_mod is indexed with one index "
-                  "per dim (t(i, j) for a 2-d tensor)");
+    STAG_SHAPE_CHECK(sizeof...(I) == Rank,
+                     "stag::sdpa: a tensor captured by score_mod / mask_mod is indexed with one "
+                     "index per dim (t(i, j) for a 2-d tensor) (its rank, the indices given)",
+                     Shape<Rank>, Shape<static_cast<int>(sizeof...(I))>);
     static_assert((std::is_integral_v<I> && ...),
                   "stag::sdpa: captured tensors are indexed with integers (b, h, q_idx, kv_idx or "
                   "integers computed from them)");

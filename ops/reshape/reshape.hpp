@@ -92,7 +92,8 @@ constexpr auto unsqueeze(Tensor<S, T> x) {
   constexpr ShapeResult r = algebra::unsqueeze(S::value, Axis, T);
   STAG_SHAPE_CHECK(r.err != ShapeErr::axis,
                    "stag::unsqueeze: axis out of range (valid: -rank-1 .. rank)", S, void);
-  static_assert(r.err != ShapeErr::rank, "stag::unsqueeze: the result would have more than 6 dims");
+  STAG_SHAPE_CHECK(r.err != ShapeErr::rank,
+                   "stag::unsqueeze: the result would have more than 6 dims", S, void);
   if constexpr (r.ok())
     return typed<r.shape, T, S>(unsqueeze(x.ref(), Axis));
   else

@@ -2,8 +2,10 @@
 // score_mod (the head index forgotten). In PyTorch's flex_attention `table[bucket]` is a row,
 // and adding it to a scalar score broadcasts or fails only when the kernel is compiled at run
 // time; here the index count is checked against the tensor's rank while compiling.
-// expect: stag::sdpa: a tensor captured by score_mod / mask_mod is indexed with one index per dim
-// expect-gcc: required from here
+// clang-format off
+// expect-first-gcc: error: invalid application of 'sizeof' to incomplete type 'stag::shape_error<stag::detail::message<[0-9]+>\{"stag::sdpa: a tensor captured by score_mod / mask_mod is indexed with one index per dim \(t\(i, j\) for a 2-d tensor\) \(its rank, the indices given\): \[2\] and \[1\]"\}>'
+// expect-first-clang: error: static_assert failed due to requirement '::stag::shape_check<false, stag::show::args<stag::show::shape<stag::show::n<2>>, stag::show::shape<stag::show::n<1>>>>' "stag::sdpa: a tensor captured by score_mod / mask_mod is indexed with one index per dim \(t\(i, j\) for a 2-d tensor\) \(its rank, the indices given\)"
+// clang-format on
 #include <stag/stag.hpp>
 
 using namespace stag;
