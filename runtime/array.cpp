@@ -67,6 +67,10 @@ Array Array::to(DType t, bool always_copy) const {
   if (t == dtype_ && !always_copy) return *this;
   Array out(t, dims_);
   out.mask_role_ = mask_role_;
+  if (t == dtype_) {  // a copy: the bytes (an i64 beyond 2^53 would not survive a double)
+    if (bytes() > 0) std::memcpy(out.raw(), raw(), bytes());
+    return out;
+  }
   const TensorView src = view(), dst = out.view();
   for (std::int64_t i = 0; i < numel(); ++i) kernel::store(dst, i, kernel::load(src, i));
   return out;

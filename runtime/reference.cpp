@@ -29,14 +29,12 @@ Evaluation evaluate_reference(const GraphView& g, const NamedArrays& inputs,
     const Node& node = g.node(n);
     const DType t = promote(node.dtype);
     Array& out = values[static_cast<std::size_t>(n)];
-    // Copies: the optimizer updates and cache_write write their inputs in place, and the
-    // caller's arrays must not change (they share storage with its sessions' parameters).
     if (node.flags & kFlagInput) {
-      out = inputs.find(g.name(n))->second.to(t, true);
+      out = inputs.find(g.name(n))->second.to(t);
       continue;
     }
     if (node.flags & (kFlagParam | kFlagState)) {
-      out = params.find(g.name(n))->second.to(t, true);
+      out = params.find(g.name(n))->second.to(t);
       continue;
     }
     const KernelFn fn = kReferenceKernels[node.op.value];

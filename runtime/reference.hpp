@@ -32,8 +32,10 @@ class Evaluation {
   std::vector<Array> values_;
 };
 
-// The caller's inputs and params are read, never written (copies are evaluated: the optimizer
-// updates and cache_write write their inputs in place).
+// NOTE: as a session's step does, the optimizer updates and cache_write write into the arrays
+// given in `params` (and cache_write into an input cache): several steps of a training graph or
+// of a decode graph chain through them. Pass clones to keep the originals (a session's params()
+// share storage with the session).
 Evaluation evaluate_reference(const GraphView& g, const NamedArrays& inputs,
                               const NamedArrays& params, const EvalOptions& opts = {});
 
