@@ -69,7 +69,8 @@ run() {
   step ops "$dir/bin/run.sh" "$dir/bin/stag-cuda-probe" "$dir/bin/stag_tests" "[op]" \
     STAG_TEST_DEVICE=cuda
   if "$dir/bin/stag-cuda-probe" >/dev/null; then
-    for c in cls_unfused gpt_unfused; do
+    # cls and gpt: the fused attention's first (simple) GPU kernel; *_unfused: the op chain.
+    for c in cls_unfused gpt_unfused cls gpt; do
       step "bench_$c" "$dir/bin/stag-bench" --device cuda --config "$c" --steps 20
       step "bench_${c}_tf32" "$dir/bin/stag-bench" --device cuda --tf32 --config "$c" --steps 20 \
         --label tf32
