@@ -11,6 +11,28 @@
 
 namespace stag::kernel {
 
+// The problem's dims: q [B, Hq, Sq, Dk], k [B, Hkv, Sk, Dk], v [B, Hkv, Sk, Dv], or the 3-d
+// (one head) forms read as H = 1.
+struct AttentionDims {
+  std::int64_t B = 1, Hq = 1, Hkv = 1, Sq = 1, Sk = 1, Dk = 1, Dv = 1;
+};
+inline AttentionDims attention_dims(const TensorView& q, const TensorView& k, const TensorView& v) {
+  const int r = q.rank;
+  return {q.dims[0],     r == 4 ? q.dims[1] : 1, r == 4 ? k.dims[1] : 1, q.dims[r - 2],
+          k.dims[r - 2], q.dims[r - 1],          v.dims[r - 1]};
+}
+// Strides that read the keep mask [B|1, (H|1,) Sq|1, Sk] as [B, Hq, Sq, Sk] (a 3-d mask gets a
+// head axis of stride 0; size-1 dims broadcast with stride 0).
+inline void keep_strides(TensorView m, const AttentionDims& d, std::int64_t* st) {
+  if (m.rank == 3) {
+    m.rank = 4;
+    m.dims[3] = m.dims[2], m.dims[2] = m.dims[1], m.dims[1] = 1;
+    m.strides[3] = m.strides[2], m.strides[2] = m.strides[1], m.strides[1] = 0;
+  }
+  const std::int64_t sd[4] = {d.B, d.Hq, d.Sq, d.Sk};
+  broadcast_strides(m, 4, sd, st);
+}
+
 // Checks the cache positions of sdpa over a cache: each of pos[0 .. batch) must be -1 (an
 // inactive row) or in [0, sk - sq]; otherwise a stag::Error naming the node, the row and the
 // bounds.

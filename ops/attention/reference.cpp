@@ -14,8 +14,7 @@ namespace stag {
 namespace {
 
 // The problem's dims and element strides, with a 3-d (one head) problem read as H = 1.
-struct Dims {
-  std::int64_t B = 1, Hq = 1, Hkv = 1, Sq = 1, Sk = 1, Dk = 1, Dv = 1;
+struct Dims : kernel::AttentionDims {
   std::int64_t keep_st[4] = {};  // broadcast strides of the keep mask over [B, Hq, Sq, Sk]
   bool has_keep = false;
   const std::int32_t* pos = nullptr;  // cache positions [B] (attrs i[4]), or null
@@ -26,16 +25,8 @@ struct Dims {
 
 Dims dims_of(const KernelArgs& a, int keep_input, attn::Fault* fault) {
   Dims d;
+  static_cast<kernel::AttentionDims&>(d) = kernel::attention_dims(a.in[0], a.in[1], a.in[2]);
   d.f64 = a.in[0].dtype == DType::f64;
-  const TensorView &q = a.in[0], &k = a.in[1], &v = a.in[2];
-  const int r = q.rank;
-  d.B = q.dims[0];
-  d.Hq = r == 4 ? q.dims[1] : 1;
-  d.Hkv = r == 4 ? k.dims[1] : 1;
-  d.Sq = q.dims[r - 2];
-  d.Sk = k.dims[r - 2];
-  d.Dk = q.dims[r - 1];
-  d.Dv = v.dims[r - 1];
   if (a.attr().i[4] == 2) {
     d.mods = kernel::mods_of(a.attr());
     d.run = kernel::mod_run(*d.mods, a.in, keep_input, fault);
@@ -44,14 +35,7 @@ Dims dims_of(const KernelArgs& a, int keep_input, attn::Fault* fault) {
     kernel::check_cache_positions(a.g, a.node, d.pos, d.B, d.Sq, d.Sk);
   } else if (keep_input < static_cast<int>(a.in.size())) {
     d.has_keep = true;
-    const std::int64_t sd[4] = {d.B, d.Hq, d.Sq, d.Sk};
-    TensorView m = a.in[static_cast<std::size_t>(keep_input)];
-    if (m.rank == 3) {  // [B, Sq, Sk]: insert the head axis
-      m.rank = 4;
-      m.dims[3] = m.dims[2], m.dims[2] = m.dims[1], m.dims[1] = 1;
-      m.strides[3] = m.strides[2], m.strides[2] = m.strides[1], m.strides[1] = 0;
-    }
-    kernel::broadcast_strides(m, 4, sd, d.keep_st);
+    kernel::keep_strides(a.in[static_cast<std::size_t>(keep_input)], d, d.keep_st);
   }
   return d;
 }

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <span>
 
+#include <stag/ops/attention/positions.hpp>
 #include <stag/ops/cache_write/position.hpp>
 #include <stag/runtime/array.hpp>
 #include <stag/runtime/cpu/kernel_tables.hpp>
@@ -396,14 +397,14 @@ std::unique_ptr<CpuKernel> make_attention(const CpuNode& n, PlanState& s) {
   a.k = k.data;
   a.v = v.data;
   a.qt = static_cast<Dt>(q.dtype);
-  const int r = q.rank;
-  a.B = q.dims[0];
-  a.Hq = r == 4 ? q.dims[1] : 1;
-  a.Hkv = r == 4 ? k.dims[1] : 1;
-  a.Sq = q.dims[r - 2];
-  a.Sk = k.dims[r - 2];
-  a.Dk = q.dims[r - 1];
-  a.Dv = v.dims[r - 1];
+  const kernel::AttentionDims dims = kernel::attention_dims(q, k, v);
+  a.B = dims.B;
+  a.Hq = dims.Hq;
+  a.Hkv = dims.Hkv;
+  a.Sq = dims.Sq;
+  a.Sk = dims.Sk;
+  a.Dk = dims.Dk;
+  a.Dv = dims.Dv;
   if (a.Dk > kMaxHeadDim || a.Dv > kMaxHeadDim)
     refuse(n, "head dims above " + std::to_string(kMaxHeadDim) + " are not supported on the GPU");
   a.mask_kind = static_cast<int>(at.i[0]);
@@ -421,15 +422,8 @@ std::unique_ptr<CpuKernel> make_attention(const CpuNode& n, PlanState& s) {
   if (at.i[4] == 1) {
     a.pos = static_cast<const std::int32_t*>(in[extra].data);
   } else if (in.size() > extra) {
-    TensorView m = in[extra];
-    if (m.rank == 3) {  // [B, Sq, Sk]: insert the head axis
-      m.rank = 4;
-      m.dims[3] = m.dims[2], m.dims[2] = m.dims[1], m.dims[1] = 1;
-      m.strides[3] = m.strides[2], m.strides[2] = m.strides[1], m.strides[1] = 0;
-    }
-    const std::int64_t sd[4] = {a.B, a.Hq, a.Sq, a.Sk};
-    kernel::broadcast_strides(m, 4, sd, a.keep_st);
-    a.keep = static_cast<const bool*>(m.data);
+    kernel::keep_strides(in[extra], dims, a.keep_st);
+    a.keep = static_cast<const bool*>(in[extra].data);
   }
   const double drop = at.f[1];
   const RunState* st = &n.state;

@@ -25,6 +25,22 @@ cudaDataType_t blas_type(DType t) {
 }  // namespace
 #endif
 
+// What both matmul kernels (cuBLASLt, and the host GEMM of interpret mode) take: no folded
+// epilogue, operands of one float dtype with dense matrices, a contiguous output.
+static void check_operands(const CpuNode& n) {
+  const TensorView &a = n.in[0], &b = n.in[1], &c = n.out;
+  if (!n.post.empty()) refuse(n, "internal: folded operations reached the GPU");
+  if (a.dtype != b.dtype ||
+      (a.dtype != DType::f32 && a.dtype != DType::bf16 && a.dtype != DType::f64))
+    refuse(n, "operands must be f32, f64 or bf16");
+  if (!c.contiguous()) refuse(n, "internal: strided output");
+  const auto last_two_dense = [](const TensorView& v) {
+    return v.strides[v.rank - 1] == 1 && v.strides[v.rank - 2] == v.dims[v.rank - 1];
+  };
+  if (!last_two_dense(a) || !last_two_dense(b))
+    refuse(n, "internal: an operand's matrices are not dense (the plan must copy it)");
+}
+
 Gemm plan_gemm(const TensorView& a, const TensorView& b, const TensorView& c, bool ta) {
   Gemm g;
   g.m = c.dims[c.rank - 2];
@@ -90,16 +106,7 @@ class Matmul {
     const TensorView &a = n.in[0], &b = n.in[1], &c = n.out;
     ta_ = n.attr().i[0] != 0;
     tb_ = n.attr().i[1] != 0;
-    if (!n.post.empty()) refuse(n, "internal: folded operations reached the GPU");
-    if (a.dtype != b.dtype ||
-        (a.dtype != DType::f32 && a.dtype != DType::bf16 && a.dtype != DType::f64))
-      refuse(n, "operands must be f32, f64 or bf16");
-    if (!c.contiguous()) refuse(n, "internal: strided output");
-    const auto last_two_dense = [](const TensorView& v) {
-      return v.strides[v.rank - 1] == 1 && v.strides[v.rank - 2] == v.dims[v.rank - 1];
-    };
-    if (!last_two_dense(a) || !last_two_dense(b))
-      refuse(n, "internal: an operand's matrices are not dense (the plan must copy it)");
+    check_operands(n);
     g_ = plan_gemm(a, b, c, ta_);
     a_ = static_cast<const char*>(a.data);
     b_ = static_cast<const char*>(b.data);
@@ -163,16 +170,7 @@ class Matmul {
   Matmul(const CpuNode& n, PlanState& s) : backend_(s.backend) {
     const TensorView &a = n.in[0], &b = n.in[1], &c = n.out;
     const bool ta = n.attr().i[0] != 0, tb = n.attr().i[1] != 0;
-    if (!n.post.empty()) refuse(n, "internal: folded operations reached the GPU");
-    if (a.dtype != b.dtype ||
-        (a.dtype != DType::f32 && a.dtype != DType::bf16 && a.dtype != DType::f64))
-      refuse(n, "operands must be f32, f64 or bf16");
-    if (!c.contiguous()) refuse(n, "internal: strided output");
-    const auto last_two_dense = [](const TensorView& v) {
-      return v.strides[v.rank - 1] == 1 && v.strides[v.rank - 2] == v.dims[v.rank - 1];
-    };
-    if (!last_two_dense(a) || !last_two_dense(b))
-      refuse(n, "internal: an operand's matrices are not dense (the plan must copy it)");
+    check_operands(n);
     g_ = plan_gemm(a, b, c, ta);
     a_ = static_cast<const char*>(a.data);
     b_ = static_cast<const char*>(b.data);

@@ -170,28 +170,33 @@ void copy_params(Session& to, const Session& from) {
   for (const auto& [k, v] : from.params()) to.set_param(k, v);
 }
 
+// One training step of `g` on the CPU and on the GPU from the same parameters: the GPU's loss
+// equals the reference's, and its outputs and updated parameters the CPU's.
+void check_step(const GraphView& g, Session& cpu, Session& gpu, const NamedArrays& in) {
+  copy_params(gpu, cpu);
+  const Evaluation ref = evaluate_reference(g, in, clones(cpu.params()));
+  cpu.set_inputs(in);
+  gpu.set_inputs(in);
+  cpu.run({.training = true});
+  gpu.run({.training = true});
+  const double want = ref.result().at(0);
+  CHECK(std::abs(gpu.result() - want) <= 1e-5 * std::max(1.0, std::abs(want)));
+  for (const OutputEntry& o : g.outputs) {
+    INFO(o.name);
+    th::require_close(gpu.get(o.node), cpu.get(o.node), 1e-4);
+  }
+  for (const auto& [k, v] : cpu.params()) {  // after the AdamW update
+    INFO(k);
+    th::require_close(gpu.params().at(k), v, 1e-5);
+  }
+}
+
 TEST_CASE("a training step on the GPU matches the CPU and the reference", "[gpu]") {
   Session cpu(train, {.threads = 2, .seed = 7});
   Session gpu(train, {.device = gpu_device(), .seed = 7});
   for (auto [b, s] : {std::pair{4, 9}, std::pair{3, 13}}) {
     INFO("batch " << b << ", seq " << s);
-    const NamedArrays in = batch_inputs(b, s, static_cast<std::uint64_t>(b * 100 + s));
-    copy_params(gpu, cpu);
-    const Evaluation ref = evaluate_reference(train, in, clones(cpu.params()));
-    cpu.set_inputs(in);
-    gpu.set_inputs(in);
-    cpu.run({.training = true});
-    gpu.run({.training = true});
-    const double want = ref.result().at(0);
-    CHECK(std::abs(gpu.result() - want) <= 1e-5 * std::max(1.0, std::abs(want)));
-    for (const OutputEntry& o : GraphView(train).outputs) {
-      INFO(o.name);
-      th::require_close(gpu.get(o.node), cpu.get(o.node), 1e-4);
-    }
-    for (const auto& [k, v] : cpu.params()) {  // after the AdamW update
-      INFO(k);
-      th::require_close(gpu.params().at(k), v, 1e-5);
-    }
+    check_step(train, cpu, gpu, batch_inputs(b, s, static_cast<std::uint64_t>(b * 100 + s)));
   }
 }
 
@@ -200,19 +205,7 @@ TEST_CASE("a training step with the fused attention on the GPU matches the CPU",
   static_assert(fused.count(op::attention) == 1 && fused.count(op::attention_backward) == 1);
   Session cpu(fused, {.threads = 2, .seed = 7});
   Session gpu(fused, {.device = gpu_device(), .seed = 7});
-  const NamedArrays in = batch_inputs(3, 11, 311);
-  copy_params(gpu, cpu);
-  const Evaluation ref = evaluate_reference(fused, in, clones(cpu.params()));
-  cpu.set_inputs(in);
-  gpu.set_inputs(in);
-  cpu.run({.training = true});
-  gpu.run({.training = true});
-  const double want = ref.result().at(0);
-  CHECK(std::abs(gpu.result() - want) <= 1e-5 * std::max(1.0, std::abs(want)));
-  for (const auto& [k, v] : cpu.params()) {  // after the AdamW update
-    INFO(k);
-    th::require_close(gpu.params().at(k), v, 1e-5);
-  }
+  check_step(fused, cpu, gpu, batch_inputs(3, 11, 311));
 }
 
 TEST_CASE("the same seed gives bitwise-equal losses and parameters on the GPU", "[gpu]") {
