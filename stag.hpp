@@ -30,6 +30,7 @@
 // Data sets, tokenizers, batching.
 #include <stag/models/data/batch.hpp>
 #include <stag/models/data/bpe_tokenizer.hpp>
+#include <stag/models/data/hf_tokenizer.hpp>
 #include <stag/models/data/char_tokenizer.hpp>
 #include <stag/models/data/datasets.hpp>
 #include <stag/models/data/pairs.hpp>

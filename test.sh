@@ -16,7 +16,7 @@ data_failed=0
 if [ -z "${STAG_NO_DATA:-}" ]; then
   (
     command -v npm >/dev/null || stag_install_debs npm || exit 1
-    "$STAG_ROOT/tools/data.sh" --only sentiment,cmudict,fortunes
+    "$STAG_ROOT/tools/data.sh" --only sentiment,cmudict,fortunes,tokenizers
   ) || {
     data_failed=1
     echo "test.sh: the data sets could not be installed; their tests will be skipped and test.sh will fail" >&2

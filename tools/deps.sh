@@ -13,7 +13,7 @@ set -euo pipefail
 #   iproute2            the mpi tests across hosts: network namespaces joined by veth pairs
 #                       (tests/mpi/hosts.sh)
 STAG_DEBS=(cmake g++ make pkg-config libdnnl-dev ocl-icd-opencl-dev libtbb-dev libboost-dev catch2 graphviz
-           libgraphviz-dev libexpat1-dev libcli11-dev nlohmann-json3-dev libopenmpi-dev openmpi-bin
+           libgraphviz-dev libexpat1-dev libpcre2-dev libcli11-dev nlohmann-json3-dev libopenmpi-dev openmpi-bin
            iproute2)
 # The tests only (test.sh installs them, run.sh does not): clang runs the compile-fail suite a
 # second time, since its expected messages differ from g++'s (tests/CMakeLists.txt).
