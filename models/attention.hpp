@@ -153,7 +153,10 @@ constexpr auto merge_heads(Tensor<S, T> x) {
 struct AttentionOptions {
   double dropout = 0.0;  // on the attention weights
   bool bias = true;      // biases in the q, k, v, o projections
-  bool rope = false;     // rotary positions on q and k
+  // grouped_query_attention only (it has no biases otherwise): biases in the q, k and v
+  // projections, none in o (Qwen2).
+  bool qkv_bias = false;
+  bool rope = false;  // rotary positions on q and k
   double rope_theta = 10000.0;
   bool fused = true;  // one attention op (ops/attention); false: the unfused op chain
 };
@@ -336,9 +339,9 @@ constexpr auto grouped_query_attention(Scope s, Tensor<S, T> x, M keep, Attentio
         s.b->fail(build_failure<BuildCheck::gqa_rope_odd_head_dim, S, Shape<H>>(
             dim_value<d>().coef, dim_value<H>().coef));
     auto guard = s.enter();
-    auto q = split_heads<qh>(linear<d>(s / "q_proj", x, false));
-    auto k = split_heads<kvh>(linear<prod<kvh, dh>>(s / "k_proj", x, false));
-    auto v = split_heads<kvh>(linear<prod<kvh, dh>>(s / "v_proj", x, false));
+    auto q = split_heads<qh>(linear<d>(s / "q_proj", x, o.qkv_bias));
+    auto k = split_heads<kvh>(linear<prod<kvh, dh>>(s / "k_proj", x, o.qkv_bias));
+    auto v = split_heads<kvh>(linear<prod<kvh, dh>>(s / "v_proj", x, o.qkv_bias));
     q = detail::maybe_rope(q, o);
     k = detail::maybe_rope(k, o);
     // Repeat each key/value head for its group of query heads: [B, KVH, S, Dh] -> [B, H, S, Dh].

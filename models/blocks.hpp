@@ -142,6 +142,7 @@ struct LlmBlockOptions {
   double dropout = 0.0;
   double rope_theta = 1e6;  // minimind's default
   double eps = 1e-5;
+  bool qkv_bias = false;  // biases in q, k, v (Qwen2)
 };
 
 // minimind's decoder block: x + attn(rms(x)), then x + swiglu(rms(x)); causal via keep.
@@ -173,8 +174,11 @@ constexpr auto llm_block(Scope s, Tensor<S, T> x, M keep, LlmBlockOptions o = {}
     return x;
   else {
     auto guard = s.enter();
-    const AttentionOptions ao{
-        .dropout = o.dropout, .bias = false, .rope = true, .rope_theta = o.rope_theta};
+    const AttentionOptions ao{.dropout = o.dropout,
+                              .bias = false,
+                              .qkv_bias = o.qkv_bias,
+                              .rope = true,
+                              .rope_theta = o.rope_theta};
     x = x + maybe_dropout(grouped_query_attention<H, KVH>(
                               s / "self_attn", rms_norm_layer(s / "input_norm", x, o.eps), keep, ao)
                               .out,

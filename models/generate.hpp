@@ -49,7 +49,7 @@ constexpr DecodeContext decode_context(Builder& g, Tensor<Shape<dims::batch>, DT
 // ragged prefill, or nothing yet): they are never attended to before they are overwritten.
 template <auto H, auto KVH, class S, DType T>
 constexpr auto cached_grouped_query_attention(Scope s, Tensor<S, T> x, const DecodeContext& c,
-                                              double rope_theta) {
+                                              double rope_theta, bool qkv_bias = false) {
   auto guard = s.enter();
   constexpr auto b = dim_at<S, 0>;
   constexpr auto d = dim_at<S, 2>;
@@ -62,11 +62,11 @@ constexpr auto cached_grouped_query_attention(Scope s, Tensor<S, T> x, const Dec
                    "heads)",
                    S, Shape<H>);
   const RopeOpts ro{.theta = rope_theta};
-  auto q =
-      rope(split_heads<qh>(linear<d>(s / "q_proj", x, false)), c.rope_pos, ro);  // [B, H, T, Dh]
-  auto k = rope(split_heads<kvh>(linear<prod<kvh, dh>>(s / "k_proj", x, false)), c.rope_pos,
+  auto q = rope(split_heads<qh>(linear<d>(s / "q_proj", x, qkv_bias)), c.rope_pos,
+                ro);  // [B, H, T, Dh]
+  auto k = rope(split_heads<kvh>(linear<prod<kvh, dh>>(s / "k_proj", x, qkv_bias)), c.rope_pos,
                 ro);  // [B, KVH, T, Dh]
-  auto v = split_heads<kvh>(linear<prod<kvh, dh>>(s / "v_proj", x, false));
+  auto v = split_heads<kvh>(linear<prod<kvh, dh>>(s / "v_proj", x, qkv_bias));
   auto k_cache = state<Shape<b, kvh, dims::max_len, dh>, T>(s, "k_cache");
   auto v_cache = state<Shape<b, kvh, dims::max_len, dh>, T>(s, "v_cache");
   auto kc = cache_write(k_cache, k, c.pos).named("k_cache_write");  // [B, KVH, L, Dh]
@@ -80,8 +80,9 @@ template <auto H, auto KVH, auto Dff, class S, DType T>
 constexpr auto cached_llm_block(Scope s, Tensor<S, T> x, const DecodeContext& c,
                                 LlmBlockOptions o = {}) {
   auto guard = s.enter();
-  x = x + cached_grouped_query_attention<H, KVH>(
-              s / "self_attn", rms_norm_layer(s / "input_norm", x, o.eps), c, o.rope_theta);
+  x = x + cached_grouped_query_attention<H, KVH>(s / "self_attn",
+                                                 rms_norm_layer(s / "input_norm", x, o.eps), c,
+                                                 o.rope_theta, o.qkv_bias);
   return x + swiglu<Dff>(s / "mlp", rms_norm_layer(s / "post_attention_norm", x, o.eps));
 }
 
@@ -95,7 +96,8 @@ constexpr auto lm_decode_step(Builder& g) {
   auto pos = input<"pos", Shape<batch>, DType::i32>(g);
   const DecodeContext c = decode_context(g, pos);
   auto x = token_embedding<C.vocab, C.d_model>(g / "embed_tokens", ids);
-  const LlmBlockOptions bo{.dropout = 0.0, .rope_theta = C.rope_theta};
+  const LlmBlockOptions bo{
+      .dropout = 0.0, .rope_theta = C.rope_theta, .eps = C.norm_eps, .qkv_bias = C.qkv_bias};
   for (int l = 0; l < C.layers; ++l)
     x = cached_llm_block<C.heads, C.kv_heads, C.d_ff>(g / "layers" / l, x, c, bo);
   return lm_logits<C>(g, rms_norm_layer(g / "norm", x, bo.eps)).named("logits").output("logits");

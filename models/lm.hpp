@@ -23,6 +23,8 @@ struct LmConfig {
   double label_smoothing = 0.0;  // of the loss (cross_entropy's CrossEntropyOptions)
   double rope_theta = 1e6;
   bool tie_embeddings = true;
+  double norm_eps = 1e-5;  // of every RMSNorm (Hugging Face's rms_norm_eps)
+  bool qkv_bias = false;   // biases in the q, k, v projections (Qwen2)
 };
 
 // The trunk: ids [B, S] -> final hidden states [B, S, D] (shared with generation).
@@ -31,7 +33,8 @@ constexpr auto lm_trunk(Builder& g, Tensor<S, DType::i32> ids) {
   using namespace dims;
   auto x = maybe_dropout(token_embedding<C.vocab, C.d_model>(g / "embed_tokens", ids), C.dropout);
   const auto keep = causal_keep<dim_at<S, 1>>(g);  // [1, S, S]
-  const LlmBlockOptions bo{.dropout = C.dropout, .rope_theta = C.rope_theta};
+  const LlmBlockOptions bo{
+      .dropout = C.dropout, .rope_theta = C.rope_theta, .eps = C.norm_eps, .qkv_bias = C.qkv_bias};
   for (int l = 0; l < C.layers; ++l)
     x = llm_block<C.heads, C.kv_heads, C.d_ff>(g / "layers" / l, x, keep, bo);
   return rms_norm_layer(g / "norm", x, bo.eps);
@@ -60,4 +63,4 @@ constexpr auto language_model(Builder& g) {
 }  // namespace stag
 
 BOOST_HANA_ADAPT_STRUCT(stag::LmConfig, vocab, d_model, heads, kv_heads, d_ff, layers, dropout,
-                        label_smoothing, rope_theta, tie_embeddings);
+                        label_smoothing, rope_theta, tie_embeddings, norm_eps, qkv_bias);

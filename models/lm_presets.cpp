@@ -1,5 +1,7 @@
 // The compiled-in language-model configs and the config's JSON form. Each table line
 // instantiates one decode-step graph (a few hundred nodes, about a second of compile time).
+#include <algorithm>
+
 #include <boost/hana/accessors.hpp>
 #include <boost/hana/first.hpp>
 #include <boost/hana/for_each.hpp>
@@ -12,41 +14,61 @@
 #include <stag/ops/kernel.hpp>
 
 namespace stag {
+namespace detail {
+// The Hugging Face presets' decode graphs, built in lm_presets_hf.cpp (their own translation
+// unit keeps each within the compile-memory budget).
+extern const GraphView kSmolLm135MDecode;
+extern const GraphView kQwen25_05BDecode;
+extern const GraphView kTinyLlama11BDecode;
+}  // namespace detail
 namespace {
 
-const LmPreset kPresets[] = {
-    {"char-tiny", &kLmCharTiny, lm_decode_graph<kLmCharTiny>,
-     "character LM, 4 x 128, GQA 4/2 heads"},
-    {"char-small", &kLmCharSmall, lm_decode_graph<kLmCharSmall>,
-     "character LM, 6 x 256, GQA 8/2 heads"},
-    {"bpe-base", &kLmBpeBase, lm_decode_graph<kLmBpeBase>,
-     "byte-BPE LM (4096 ids), 4 x 256, GQA 8/2 heads"},
-    {"small", &kLmTrainSmall, lm_decode_graph<kLmTrainSmall>,
-     "stag-train lm --model small: characters (256 ids), 4 x 192, GQA 6/2 heads"},
-    {"small-bpe", &kLmTrainSmallBpe, lm_decode_graph<kLmTrainSmallBpe>,
-     "stag-train lm --model small-bpe: byte-BPE (2048 ids), 4 x 192, GQA 6/2 heads"},
-};
+// A function-local table: the Hugging Face rows copy graphs from another translation unit, so
+// the table is made on first use, never during static initialisation.
+std::span<const LmPreset> preset_table() {
+  static const LmPreset kPresets[] = {
+      {"char-tiny", &kLmCharTiny, lm_decode_graph<kLmCharTiny>,
+       "character LM, 4 x 128, GQA 4/2 heads"},
+      {"char-small", &kLmCharSmall, lm_decode_graph<kLmCharSmall>,
+       "character LM, 6 x 256, GQA 8/2 heads"},
+      {"bpe-base", &kLmBpeBase, lm_decode_graph<kLmBpeBase>,
+       "byte-BPE LM (4096 ids), 4 x 256, GQA 8/2 heads"},
+      {"small", &kLmTrainSmall, lm_decode_graph<kLmTrainSmall>,
+       "stag-train lm --model small: characters (256 ids), 4 x 192, GQA 6/2 heads"},
+      {"small-bpe", &kLmTrainSmallBpe, lm_decode_graph<kLmTrainSmallBpe>,
+       "stag-train lm --model small-bpe: byte-BPE (2048 ids), 4 x 192, GQA 6/2 heads"},
+      {"smollm-135m", &kLmSmolLm135M, detail::kSmolLm135MDecode,
+       "Hugging Face SmolLM-135M (Llama): 30 x 576, GQA 9/3 heads, 49152 ids, tied"},
+      {"qwen2.5-0.5b", &kLmQwen25_05B, detail::kQwen25_05BDecode,
+       "Hugging Face Qwen2.5-0.5B (Qwen2): 24 x 896, GQA 14/2 heads, q/k/v biases, 151936 ids, "
+       "tied"},
+      {"tinyllama-1.1b", &kLmTinyLlama11B, detail::kTinyLlama11BDecode,
+       "Hugging Face TinyLlama-1.1B (Llama): 22 x 2048, GQA 32/4 heads, 32000 ids, untied"},
+  };
+  return kPresets;
+}
 
 bool same_model(const LmConfig& a, const LmConfig& b) {
   return a.vocab == b.vocab && a.d_model == b.d_model && a.heads == b.heads &&
          a.kv_heads == b.kv_heads && a.d_ff == b.d_ff && a.layers == b.layers &&
-         a.rope_theta == b.rope_theta && a.tie_embeddings == b.tie_embeddings;
+         a.rope_theta == b.rope_theta && a.tie_embeddings == b.tie_embeddings &&
+         a.norm_eps == b.norm_eps && a.qkv_bias == b.qkv_bias;
 }
 
 }  // namespace
 
 std::span<const LmPreset> lm_presets() {
-  return kPresets;
+  return preset_table();
 }
 
 const LmPreset* find_lm_preset(const LmConfig& c) {
-  for (const LmPreset& p : kPresets)
+  for (const LmPreset& p : preset_table())
     if (same_model(*p.config, c)) return &p;
   return nullptr;
 }
 
 const LmPreset* find_lm_preset(std::string_view name) {
-  for (const LmPreset& p : kPresets)
+  for (const LmPreset& p : preset_table())
     if (p.name == name) return &p;
   return nullptr;
 }
@@ -54,7 +76,7 @@ const LmPreset* find_lm_preset(std::string_view name) {
 const LmPreset& require_lm_preset(const LmConfig& c) {
   if (const LmPreset* p = find_lm_preset(c)) return *p;
   std::string known;
-  for (const LmPreset& p : kPresets)
+  for (const LmPreset& p : preset_table())
     known += "\n  " + std::string(p.name) + ": " + lm_config_text(*p.config);
   throw Error(
       "stag: no compiled-in language model has the config " + lm_config_text(c) +
@@ -84,9 +106,11 @@ LmConfig lm_config_from_json(std::string_view text) {
     const char* key = boost::hana::to<const char*>(boost::hana::first(field));
     auto& member = boost::hana::second(field)(c);
     using M = std::remove_reference_t<decltype(member)>;
-    const bool required =
-        std::string_view(key) != "dropout" && std::string_view(key) != "label_smoothing" &&
-        std::string_view(key) != "rope_theta" && std::string_view(key) != "tie_embeddings";
+    // Older checkpoints lack the later fields: they take LmConfig's defaults.
+    constexpr std::string_view kOptional[] = {"dropout",        "label_smoothing", "rope_theta",
+                                              "tie_embeddings", "norm_eps",        "qkv_bias"};
+    const bool required = std::find(std::begin(kOptional), std::end(kOptional),
+                                    std::string_view(key)) == std::end(kOptional);
     if (!j.contains(key)) {
       if (required)
         throw Error("stag: model config: missing \"" + std::string(key) + "\" in " + j.dump());

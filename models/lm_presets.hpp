@@ -51,6 +51,38 @@ inline constexpr LmConfig kLmTrainSmallBpe{.vocab = 2048,
                                            .dropout = 0.0,
                                            .rope_theta = 1e4};
 
+// Hugging Face Llama-family checkpoints (models/hf.hpp loads them; docs/pretrained.md lists
+// which models these are). Their config.json values, field for field; max_position_embeddings
+// is not part of the graph (positions are rotary).
+inline constexpr LmConfig kLmSmolLm135M{.vocab = 49152,  // HuggingFaceTB/SmolLM-135M
+                                        .d_model = 576,
+                                        .heads = 9,
+                                        .kv_heads = 3,
+                                        .d_ff = 1536,
+                                        .layers = 30,
+                                        .rope_theta = 10000.0,
+                                        .tie_embeddings = true,
+                                        .norm_eps = 1e-5};
+inline constexpr LmConfig kLmQwen25_05B{.vocab = 151936,  // Qwen/Qwen2.5-0.5B(-Instruct)
+                                        .d_model = 896,
+                                        .heads = 14,
+                                        .kv_heads = 2,
+                                        .d_ff = 4864,
+                                        .layers = 24,
+                                        .rope_theta = 1000000.0,
+                                        .tie_embeddings = true,
+                                        .norm_eps = 1e-6,
+                                        .qkv_bias = true};
+inline constexpr LmConfig kLmTinyLlama11B{.vocab = 32000,  // TinyLlama/TinyLlama-1.1B-*
+                                          .d_model = 2048,
+                                          .heads = 32,
+                                          .kv_heads = 4,
+                                          .d_ff = 5632,
+                                          .layers = 22,
+                                          .rope_theta = 10000.0,
+                                          .tie_embeddings = false,
+                                          .norm_eps = 1e-5};
+
 struct LmPreset {
   std::string_view name;
   const LmConfig* config = nullptr;

@@ -28,10 +28,11 @@ constexpr std::uint64_t kMaxHeader = 100u << 20;
 struct DTypeName {
   DType dtype;
   std::string_view name;
+  bool f16 = false;  // stored as half, loaded as f32 (stag has no f16 arrays)
 };
-constexpr DTypeName kDTypeNames[] = {{DType::f64, "F64"},   {DType::f32, "F32"},
-                                     {DType::bf16, "BF16"}, {DType::i64, "I64"},
-                                     {DType::i32, "I32"},   {DType::boolean, "BOOL"}};
+constexpr DTypeName kDTypeNames[] = {
+    {DType::f64, "F64"}, {DType::f32, "F32"}, {DType::bf16, "BF16"},   {DType::f32, "F16", true},
+    {DType::i64, "I64"}, {DType::i32, "I32"}, {DType::boolean, "BOOL"}};
 
 std::string in_quotes(std::string_view s) {
   return "'" + std::string(s) + "'";
@@ -156,8 +157,9 @@ SafetensorsEntry parse_entry(const std::string& name, const nlohmann::json& j,
       });
   if (known == std::end(kDTypeNames))
     fail(path, where + ": dtype " + shown(dt) +
-                   " is not one stag reads (F32, F64, BF16, I32, I64, BOOL)");
+                   " is not one stag reads (F32, F64, BF16, F16, I32, I64, BOOL)");
   e.dtype = known->dtype;
+  e.f16 = known->f16;
   const nlohmann::json& shape = j["shape"];
   if (!shape.is_array()) fail(path, where + ": shape must be an array, got " + shown(shape));
   if (shape.size() > static_cast<std::size_t>(kMaxRank))
@@ -165,7 +167,7 @@ SafetensorsEntry parse_entry(const std::string& name, const nlohmann::json& j,
                    " dims");
   // The byte count, with overflow checks: the product of the nonzero dims must fit in int64
   // (Array::numel multiplies dims left to right, so every partial product fits then too).
-  const std::uint64_t size = dtype_size(e.dtype);
+  const std::uint64_t size = stored_element_size(e);
   constexpr auto kLimit = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   std::uint64_t nonzero = 1;
   bool has_zero = false;
@@ -202,8 +204,35 @@ SafetensorsEntry parse_entry(const std::string& name, const nlohmann::json& j,
 
 std::string_view safetensors_dtype_name(DType t) {
   for (const DTypeName& d : kDTypeNames)
-    if (d.dtype == t) return d.name;
+    if (d.dtype == t && !d.f16) return d.name;
   return "?";
+}
+
+std::size_t stored_element_size(const SafetensorsEntry& e) {
+  return e.f16 ? 2 : dtype_size(e.dtype);
+}
+
+float f16_to_float(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t exp = (h >> 10) & 0x1fu;
+  std::uint32_t mant = h & 0x3ffu;
+  std::uint32_t bits = 0;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (mant << 13);  // infinity or NaN (payload kept)
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112u) << 23) | (mant << 13);  // normal: rebias 15 -> 127
+  } else if (mant == 0) {
+    bits = sign;  // signed zero
+  } else {
+    // Subnormal half: mant * 2^-24; normalise it into a float.
+    int e = -1;
+    do {
+      mant <<= 1;
+      ++e;
+    } while ((mant & 0x400u) == 0);
+    bits = sign | ((112u - static_cast<std::uint32_t>(e)) << 23) | ((mant & 0x3ffu) << 13);
+  }
+  return std::bit_cast<float>(bits);
 }
 
 void save_safetensors(const std::string& path, const NamedArrays& tensors,
@@ -214,7 +243,7 @@ void save_safetensors(const std::string& path, const NamedArrays& tensors,
       fail(path, "cannot store a tensor called " + in_quotes(name));
     if (a.raw() == nullptr && a.bytes() > 0)
       fail(path, "tensor " + in_quotes(name) + " has no storage (a default-constructed Array)");
-    entries.push_back({name, a.dtype(), a.dims(), 0, 0});
+    entries.push_back({name, a.dtype(), false, a.dims(), 0, 0});
   }
   // Larger elements first, so that every tensor starts at a multiple of its element size.
   std::stable_sort(entries.begin(), entries.end(), [](const auto& x, const auto& y) {
@@ -337,6 +366,14 @@ SafetensorsFile load_safetensors(const std::string& path) {
   out.metadata = std::move(h.metadata);
   for (const SafetensorsEntry& e : h.entries) {
     Array a(e.dtype, e.dims);
+    if (e.f16) {
+      std::vector<std::uint16_t> halves(static_cast<std::size_t>(a.numel()));
+      read_all_at(fd.fd, halves.data(), halves.size() * 2, h.data_start + e.begin, path);
+      float* values = static_cast<float*>(a.raw());
+      for (std::size_t i = 0; i < halves.size(); ++i) values[i] = f16_to_float(halves[i]);
+      out.tensors.emplace(e.name, std::move(a));
+      continue;
+    }
     read_all_at(fd.fd, a.raw(), a.bytes(), h.data_start + e.begin, path);
     if (e.dtype == DType::boolean) {
       // NOTE: a byte other than 0 or 1 is not a valid C++ bool; refuse it before anyone reads it.

@@ -1,8 +1,10 @@
 // safetensors files: round trips of every dtype, the byte layout checked by hand against the
 // format, files written by hand (as another writer would), one test per malformed case with its
 // message, and a small fuzz of truncations and byte flips (run it under ASan too).
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "harness.hpp"
 #include "test_files.hpp"
@@ -118,6 +120,49 @@ std::string entry(const std::string& name, const std::string& dtype, const std::
          ",\"data_offsets\":" + offsets + "}";
 }
 
+TEST_CASE("F16 tensors load as f32 with their exact values", "[checkpoint]") {
+  th::TempDir tmp("st_f16");
+  // Half bit patterns and their values, worked out from IEEE 754 binary16 by hand: normals,
+  // signed zeros, the largest half, the smallest normal and subnormal, infinities.
+  const std::vector<std::pair<std::uint16_t, double>> halves = {
+      {0x3c00, 1.0},
+      {0xc000, -2.0},
+      {0x3555, 0.333251953125},
+      {0x0000, 0.0},
+      {0x8000, -0.0},
+      {0x7bff, 65504.0},
+      {0x0400, std::ldexp(1.0, -14)},
+      {0x0001, std::ldexp(1.0, -24)},
+      {0x83ff, -1023 * std::ldexp(1.0, -24)},
+      {0x7c00, std::numeric_limits<double>::infinity()},
+      {0xfc00, -std::numeric_limits<double>::infinity()}};
+  std::vector<std::uint8_t> data;
+  for (const auto& [bits, value] : halves) {
+    data.push_back(static_cast<std::uint8_t>(bits & 0xff));
+    data.push_back(static_cast<std::uint8_t>(bits >> 8));
+  }
+  data.push_back(0x01);  // a NaN with a payload, 0x7e01
+  data.push_back(0x7e);
+  const std::string n = std::to_string(halves.size() + 1);
+  th::write_bytes(tmp / "h.safetensors",
+                  raw_file("{" +
+                               entry("h", "F16", "[" + n + "]",
+                                     "[0," + std::to_string(2 * (halves.size() + 1)) + "]") +
+                               "}",
+                           data));
+  const SafetensorsFile f = load_safetensors(tmp / "h.safetensors");
+  const Array& a = f.tensors.at("h");
+  CHECK(a.dtype() == DType::f32);
+  const std::vector<double> got = a.to_doubles();
+  REQUIRE(got.size() == halves.size() + 1);
+  for (std::size_t i = 0; i < halves.size(); ++i) {
+    INFO("half 0x" << std::hex << halves[i].first);
+    CHECK(got[i] == halves[i].second);
+    CHECK(std::signbit(got[i]) == std::signbit(halves[i].second));
+  }
+  CHECK(std::isnan(got.back()));
+}
+
 TEST_CASE("each malformed file gives an error naming the file, the tensor and the problem",
           "[checkpoint]") {
   th::TempDir tmp("st_bad");
@@ -132,8 +177,10 @@ TEST_CASE("each malformed file gives an error naming the file, the tensor and th
       "the header length 1000 is larger than the 2 bytes after it");
   has(load_error(tmp, raw_file(R"({"w": {"dtype": )", {})), "the header is not valid JSON");
   has(load_error(tmp, raw_file("[1, 2]", {})), "the header is not a JSON object");
-  has(load_error(tmp, raw_file("{" + entry("w", "F16", "[4]", "[0,8]") + "}", d8)),
-      "tensor 'w': dtype \"F16\" is not one stag reads (F32, F64, BF16, I32, I64, BOOL)");
+  has(load_error(tmp, raw_file("{" + entry("w", "U16", "[4]", "[0,8]") + "}", d8)),
+      "tensor 'w': dtype \"U16\" is not one stag reads (F32, F64, BF16, F16, I32, I64, BOOL)");
+  has(load_error(tmp, raw_file("{" + entry("w", "F16", "[2,3]", "[0,8]") + "}", d8)),
+      "tensor 'w': F16 shape [2,3] needs 12 bytes, but data_offsets [0,8] span 8");
   has(load_error(tmp, raw_file("{" + entry("w", "F32", "[2,2]", "[0,12]") + "}", d12)),
       "tensor 'w': F32 shape [2,2] needs 16 bytes, but data_offsets [0,12] span 12");
   has(load_error(tmp, raw_file("{" + entry("a", "F32", "[2]", "[0,8]") + "," +

@@ -1,0 +1,513 @@
+// Hugging Face model folders (models/hf.hpp): config.json <-> LmConfig, tensor names, and
+// memory-mapped safetensors loading straight into stag's parameters.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include <stag/models/data/text.hpp>
+#include <stag/models/hf.hpp>
+#include <stag/runtime/array.hpp>
+#include <stag/runtime/train/checkpoint.hpp>
+#include <stag/runtime/train/safetensors.hpp>
+
+namespace stag::hf {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+[[noreturn]] void fail(const fs::path& file, const std::string& what) {
+  throw Error("stag::hf: " + file.string() + ": " + what);
+}
+
+// config.json's fields, read with their types checked.
+struct ConfigReader {
+  const json& j;
+  fs::path file;
+
+  bool has(const char* key) const { return j.contains(key) && !j[key].is_null(); }
+  std::int64_t integer(const char* key, std::optional<std::int64_t> fallback = {}) const {
+    if (!has(key)) {
+      if (fallback) return *fallback;
+      fail(file, std::string("has no \"") + key + "\"");
+    }
+    if (!j[key].is_number_integer())
+      fail(file, std::string("\"") + key + "\" is " + j[key].dump() + ", expected an integer");
+    return j[key].get<std::int64_t>();
+  }
+  double number(const char* key, double fallback) const {
+    if (!has(key)) return fallback;
+    if (!j[key].is_number())
+      fail(file, std::string("\"") + key + "\" is " + j[key].dump() + ", expected a number");
+    return j[key].get<double>();
+  }
+  bool boolean(const char* key, bool fallback) const {
+    if (!has(key)) return fallback;
+    if (!j[key].is_boolean())
+      fail(file, std::string("\"") + key + "\" is " + j[key].dump() + ", expected true or false");
+    return j[key].get<bool>();
+  }
+  std::string string(const char* key, std::string fallback) const {
+    if (!has(key)) return fallback;
+    if (!j[key].is_string())
+      fail(file, std::string("\"") + key + "\" is " + j[key].dump() + ", expected a string");
+    return j[key].get<std::string>();
+  }
+  // A token id, or the first of a list of them (Llama 3 lists several eos ids).
+  std::optional<std::int32_t> token_id(const char* key) const {
+    if (!has(key)) return std::nullopt;
+    const json& v = j[key].is_array() && !j[key].empty() ? j[key][0] : j[key];
+    if (!v.is_number_integer())
+      fail(file, std::string("\"") + key + "\" is " + j[key].dump() + ", expected a token id");
+    return v.get<std::int32_t>();
+  }
+  void refuse(bool bad, const char* key, const std::string& why) const {
+    if (bad)
+      fail(file, std::string("\"") + key + "\" is " + j[key].dump() + ": " + why +
+                     " (stag's Llama-family graph does not have it)");
+  }
+};
+
+int narrow(std::int64_t v, const char* key, const fs::path& file) {
+  if (v <= 0 || v > (1 << 30)) fail(file, std::string("\"") + key + "\" is out of range");
+  return static_cast<int>(v);
+}
+
+// The config fields inference uses, with their config.json names (for messages).
+struct Field {
+  const char* hf;
+  std::string (*show)(const LmConfig&);
+};
+std::string num(double v) {
+  return json(v).dump();
+}
+constexpr Field kFields[] = {
+    {"vocab_size", [](const LmConfig& c) { return std::to_string(c.vocab); }},
+    {"hidden_size", [](const LmConfig& c) { return std::to_string(c.d_model); }},
+    {"num_attention_heads", [](const LmConfig& c) { return std::to_string(c.heads); }},
+    {"num_key_value_heads", [](const LmConfig& c) { return std::to_string(c.kv_heads); }},
+    {"intermediate_size", [](const LmConfig& c) { return std::to_string(c.d_ff); }},
+    {"num_hidden_layers", [](const LmConfig& c) { return std::to_string(c.layers); }},
+    {"rope_theta", [](const LmConfig& c) { return num(c.rope_theta); }},
+    {"rms_norm_eps", [](const LmConfig& c) { return num(c.norm_eps); }},
+    {"tie_word_embeddings",
+     [](const LmConfig& c) { return std::string(c.tie_embeddings ? "true" : "false"); }},
+    {"model_type",
+     [](const LmConfig& c) { return std::string(c.qkv_bias ? "\"qwen2\"" : "\"llama\""); }},
+};
+
+std::vector<std::string> differences(const LmConfig& file, const LmConfig& preset,
+                                     std::string_view preset_name) {
+  std::vector<std::string> out;
+  for (const Field& f : kFields) {
+    const std::string a = f.show(file), b = f.show(preset);
+    if (a != b)
+      out.push_back(std::string(f.hf) + " is " + a + " in config.json, " + b + " in preset " +
+                    std::string(preset_name));
+  }
+  return out;
+}
+
+// A read-only memory map of a whole file.
+class Mapped {
+ public:
+  explicit Mapped(const fs::path& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      ::close(fd);
+      fail(path, std::string("cannot stat: ") + std::strerror(errno));
+    }
+    size_ = static_cast<std::size_t>(st.st_size);
+    if (size_ > 0) {
+      void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (p == MAP_FAILED) {
+        ::close(fd);
+        fail(path, std::string("cannot map: ") + std::strerror(errno));
+      }
+      ::madvise(p, size_, MADV_SEQUENTIAL);
+      data_ = static_cast<const std::byte*>(p);
+    }
+    ::close(fd);
+  }
+  ~Mapped() {
+    if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
+  }
+  Mapped(const Mapped&) = delete;
+  Mapped& operator=(const Mapped&) = delete;
+  const std::byte* data() const { return data_; }
+  std::size_t size() const { return size_; }
+
+ private:
+  const std::byte* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+// Converts `n` stored elements of entry `e` at `src` into floats at `dst`.
+void convert(const SafetensorsEntry& e, const std::byte* src, float* dst, std::size_t n,
+             const fs::path& file) {
+  if (e.f16) {
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint16_t h;
+      std::memcpy(&h, src + 2 * i, 2);
+      dst[i] = f16_to_float(h);
+    }
+    return;
+  }
+  switch (e.dtype) {
+    case DType::f32:
+      std::memcpy(dst, src, 4 * n);
+      return;
+    case DType::bf16:
+      for (std::size_t i = 0; i < n; ++i) {
+        std::uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
+        std::memcpy(dst + i, &bits, 4);
+      }
+      return;
+    case DType::f64:
+      for (std::size_t i = 0; i < n; ++i) {
+        double d;
+        std::memcpy(&d, src + 8 * i, 8);
+        dst[i] = static_cast<float>(d);
+      }
+      return;
+    default:
+      fail(file, "tensor '" + e.name + "' is " + std::string(safetensors_dtype_name(e.dtype)) +
+                     "; weights must be F32, F16, BF16 or F64");
+  }
+}
+
+std::string dims_text(const std::vector<std::int64_t>& d) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+// Writes `text` to `path` atomically (a temporary beside it, renamed over it).
+void write_text_atomic(const fs::path& path, const std::string& text) {
+  const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << text;
+    f.flush();
+    if (!f) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      fail(path, "cannot write (disk full or no permission?)");
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    fail(path, "cannot rename the temporary file into place: " + ec.message());
+  }
+}
+
+}  // namespace
+
+// ---- config.json ------------------------------------------------------------------------------
+
+HfConfig read_config(const fs::path& path) {
+  const fs::path file = fs::is_directory(path) ? path / "config.json" : path;
+  const std::string text = data::read_file(file, "Hugging Face config", "");
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    fail(file, std::string("invalid JSON: ") + e.what());
+  }
+  if (!j.is_object()) fail(file, "is not a JSON object");
+  const ConfigReader r{j, file};
+  HfConfig c;
+  c.model_type = r.string("model_type", "");
+  if (c.model_type != "llama" && c.model_type != "qwen2")
+    fail(file, "\"model_type\" is " + (r.has("model_type") ? j["model_type"].dump() : "missing") +
+                   "; stag loads \"llama\" (Llama, SmolLM, TinyLlama) and \"qwen2\" (Qwen2, "
+                   "Qwen2.5) models");
+  const bool qwen = c.model_type == "qwen2";
+  LmConfig& m = c.lm;
+  m.vocab = narrow(r.integer("vocab_size"), "vocab_size", file);
+  m.d_model = narrow(r.integer("hidden_size"), "hidden_size", file);
+  m.heads = narrow(r.integer("num_attention_heads"), "num_attention_heads", file);
+  m.kv_heads = narrow(r.integer("num_key_value_heads", m.heads), "num_key_value_heads", file);
+  m.d_ff = narrow(r.integer("intermediate_size"), "intermediate_size", file);
+  m.layers = narrow(r.integer("num_hidden_layers"), "num_hidden_layers", file);
+  m.rope_theta = r.number("rope_theta", 10000.0);
+  m.norm_eps = r.number("rms_norm_eps", 1e-6);
+  m.tie_embeddings = r.boolean("tie_word_embeddings", false);
+  m.qkv_bias = qwen;  // Qwen2 always has q/k/v biases
+  m.dropout = 0.0;
+  m.label_smoothing = 0.0;
+  r.refuse(r.has("rope_scaling"), "rope_scaling", "scaled rotary positions");
+  r.refuse(r.string("hidden_act", "silu") != "silu", "hidden_act",
+           "an MLP activation other than silu");
+  r.refuse(r.boolean("mlp_bias", false), "mlp_bias", "biases in the MLP");
+  if (!qwen)
+    r.refuse(r.boolean("attention_bias", false), "attention_bias",
+             "biases in the Llama attention projections (q, k, v and o)");
+  if (qwen)
+    r.refuse(r.boolean("use_sliding_window", false), "use_sliding_window",
+             "sliding-window attention");
+  if (r.has("head_dim"))
+    r.refuse(r.integer("head_dim") * m.heads != m.d_model, "head_dim",
+             "a head dim other than hidden_size / num_attention_heads = " +
+                 std::to_string(m.d_model / m.heads));
+  c.bos_id = r.token_id("bos_token_id");
+  c.eos_id = r.token_id("eos_token_id");
+  c.max_positions = r.integer("max_position_embeddings", 0);
+  c.torch_dtype = r.string("torch_dtype", "");
+  return c;
+}
+
+const LmPreset& preset_for(const HfConfig& c, std::span<const LmPreset> presets) {
+  const LmPreset* nearest = nullptr;
+  std::vector<std::string> nearest_diff;
+  for (const LmPreset& p : presets) {
+    std::vector<std::string> d = differences(c.lm, *p.config, p.name);
+    if (d.empty()) return p;
+    if (!nearest || d.size() < nearest_diff.size()) {
+      nearest = &p;
+      nearest_diff = std::move(d);
+    }
+  }
+  std::string msg = "stag::hf: no compiled-in preset has this " + c.model_type + " config";
+  if (nearest) {
+    msg +=
+        "; the nearest is " + std::string(nearest->name) + " (" + std::string(nearest->what) + "):";
+    for (const std::string& d : nearest_diff) msg += "\n  " + d;
+  }
+  msg +=
+      "\nThe graph is built at compile time: add a line for this config to "
+      "models/lm_presets.hpp (or pass your own LmPreset): " +
+      lm_config_text(c.lm);
+  throw Error(msg);
+}
+
+// ---- names ------------------------------------------------------------------------------------
+
+std::optional<std::string> to_stag_name(std::string_view n) {
+  if (n == "lm_head.weight") return std::string(n);
+  constexpr std::string_view kModel = "model.";
+  if (!n.starts_with(kModel)) return std::nullopt;
+  std::string s(n.substr(kModel.size()));
+  if (s == "embed_tokens.weight" || s == "norm.weight") return s;
+  if (!s.starts_with("layers.")) return std::nullopt;
+  const std::pair<std::string_view, std::string_view> kRenames[] = {
+      {".input_layernorm.", ".input_norm."},
+      {".post_attention_layernorm.", ".post_attention_norm."},
+  };
+  for (const auto& [from, to] : kRenames)
+    if (const std::size_t at = s.find(from); at != std::string::npos)
+      s.replace(at, from.size(), to);
+  return s;
+}
+
+std::string to_hf_name(std::string_view n) {
+  if (n == "lm_head.weight") return std::string(n);
+  std::string s(n);
+  const std::pair<std::string_view, std::string_view> kRenames[] = {
+      {".input_norm.", ".input_layernorm."},
+      {".post_attention_norm.", ".post_attention_layernorm."},
+  };
+  for (const auto& [from, to] : kRenames)
+    if (const std::size_t at = s.find(from); at != std::string::npos)
+      s.replace(at, from.size(), to);
+  return "model." + s;
+}
+
+// ---- weights ----------------------------------------------------------------------------------
+
+NamedArrays load_weights(const fs::path& folder, const LmPreset& preset, const LoadOptions& o) {
+  // The parameters the preset's graph has, zero-filled, to be overwritten.
+  NamedArrays weights;
+  const GraphView& g = preset.decode;
+  Bindings b;
+  for (const SymEntry& s : g.syms) b.set(s.id, 1);  // parameters have static dims only
+  for (int n = 0; n < g.size(); ++n)
+    if (g.node(n).flags & kFlagParam)
+      weights.emplace(g.name(n), Array(DType::f32, concrete_dims(g.shape(n), b)));
+
+  // The files, and which file each tensor is in when an index says so.
+  std::vector<fs::path> files;
+  std::map<std::string, std::string, std::less<>> index;
+  const fs::path index_path = folder / "model.safetensors.index.json";
+  if (fs::exists(index_path)) {
+    json j;
+    try {
+      j = json::parse(data::read_file(index_path, "safetensors index", ""));
+    } catch (const json::exception& e) {
+      fail(index_path, std::string("invalid JSON: ") + e.what());
+    }
+    if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
+      fail(index_path, "has no \"weight_map\" object");
+    std::set<std::string> shards;
+    for (const auto& [name, file] : j["weight_map"].items()) {
+      if (!file.is_string()) fail(index_path, "weight_map[\"" + name + "\"] is not a file name");
+      const std::string f = file.get<std::string>();
+      if (f.find('/') != std::string::npos || f == "." || f == "..")
+        fail(index_path, "weight_map[\"" + name + "\"] is not a file in the folder: " + f);
+      index.emplace(name, f);
+      shards.insert(f);
+    }
+    for (const std::string& f : shards) files.push_back(folder / f);
+  } else if (fs::exists(folder / "model.safetensors")) {
+    files.push_back(folder / "model.safetensors");
+  } else {
+    throw Error("stag::hf: " + folder.string() +
+                " has neither model.safetensors nor model.safetensors.index.json" +
+                (fs::exists(folder / "pytorch_model.bin")
+                     ? " (pytorch_model.bin is a pickle, which stag does not read: convert it "
+                       "with safetensors' convert script or save_pretrained(safe_serialization="
+                       "True))"
+                     : ""));
+  }
+
+  std::vector<std::string> problems;
+  std::set<std::string, std::less<>> loaded;
+  const bool tied = preset.config->tie_embeddings;
+  for (const fs::path& file : files) {
+    const SafetensorsHeader h = read_safetensors_header(file.string());
+    const Mapped map(file);
+    if (map.size() != h.file_size)
+      fail(file, "changed size while being read (" + std::to_string(map.size()) + " bytes, was " +
+                     std::to_string(h.file_size) + ")");
+    for (const SafetensorsEntry& e : h.entries) {
+      if (!index.empty()) {
+        const auto it = index.find(e.name);
+        if (it == index.end() || it->second != file.filename().string())
+          problems.push_back("'" + e.name + "' is in " + file.filename().string() + ", but " +
+                             index_path.filename().string() + " says " +
+                             (it == index.end() ? "nothing of it" : it->second));
+      }
+      const bool ignorable = e.name.ends_with("rotary_emb.inv_freq") ||
+                             (tied && e.name == "lm_head.weight") ||
+                             std::find(o.ignore.begin(), o.ignore.end(), e.name) != o.ignore.end();
+      const std::optional<std::string> name = to_stag_name(e.name);
+      const auto w = name ? weights.find(*name) : weights.end();
+      if (w == weights.end()) {
+        if (!ignorable)
+          problems.push_back("'" + e.name + "' (" + file.filename().string() +
+                             ") is not a parameter of preset " + std::string(preset.name));
+        continue;
+      }
+      if (!loaded.insert(*name).second) {
+        problems.push_back("'" + e.name + "' is in more than one file");
+        continue;
+      }
+      if (e.dims != w->second.dims()) {
+        problems.push_back("'" + e.name + "' is " + dims_text(e.dims) + " in the file, " +
+                           dims_text(w->second.dims()) + " in preset " + std::string(preset.name));
+        continue;
+      }
+      convert(e, map.data() + h.data_start + e.begin, w->second.data<float>(),
+              static_cast<std::size_t>(w->second.numel()), file);
+    }
+  }
+  for (const auto& [name, a] : weights)
+    if (!loaded.contains(name))
+      problems.push_back("parameter '" + name + "' (" + to_hf_name(name) + ") is in no file" +
+                         (name == "lm_head.weight"
+                              ? " (the preset has an untied output layer; a tied model needs a "
+                                "preset with tie_embeddings)"
+                              : ""));
+  if (!problems.empty()) {
+    std::string msg = "stag::hf: " + folder.string() + ": the weights do not fit preset " +
+                      std::string(preset.name) + ":";
+    for (const std::string& p : problems) msg += "\n  " + p;
+    throw Error(msg);
+  }
+  if (!o.allow_nonfinite)
+    if (const FiniteReport f = check_finite(weights); f.nonfinite > 0)
+      throw Error("stag::hf: " + folder.string() + ": " + f.describe() +
+                  " (LoadOptions::allow_nonfinite loads it anyway)");
+  return weights;
+}
+
+Model load(const fs::path& folder, std::span<const LmPreset> presets, const LoadOptions& o) {
+  Model m;
+  m.config = read_config(folder);
+  m.preset = &preset_for(m.config, presets);
+  m.weights = load_weights(folder, *m.preset, o);
+  const fs::path index = folder / "model.safetensors.index.json";
+  m.files = {fs::exists(index) ? index : folder / "model.safetensors"};
+  return m;
+}
+
+// ---- saving -----------------------------------------------------------------------------------
+
+std::string config_json(const LmConfig& c, const SaveOptions& o) {
+  const bool qwen = c.qkv_bias;
+  nlohmann::ordered_json j;
+  j["architectures"] = {qwen ? "Qwen2ForCausalLM" : "LlamaForCausalLM"};
+  j["model_type"] = qwen ? "qwen2" : "llama";
+  j["vocab_size"] = c.vocab;
+  j["hidden_size"] = c.d_model;
+  j["intermediate_size"] = c.d_ff;
+  j["num_hidden_layers"] = c.layers;
+  j["num_attention_heads"] = c.heads;
+  j["num_key_value_heads"] = c.kv_heads;
+  j["head_dim"] = c.d_model / c.heads;
+  j["hidden_act"] = "silu";
+  j["max_position_embeddings"] = o.max_positions;
+  j["rms_norm_eps"] = c.norm_eps;
+  j["rope_theta"] = c.rope_theta;
+  j["rope_scaling"] = nullptr;
+  j["tie_word_embeddings"] = c.tie_embeddings;
+  if (qwen) {
+    j["use_sliding_window"] = false;
+  } else {
+    j["attention_bias"] = false;
+    j["mlp_bias"] = false;
+  }
+  j["bos_token_id"] = o.bos_id ? json(*o.bos_id) : json(nullptr);
+  j["eos_token_id"] = o.eos_id ? json(*o.eos_id) : json(nullptr);
+  j["torch_dtype"] = o.bf16 ? "bfloat16" : "float32";
+  j["use_cache"] = true;
+  return j.dump(2) + "\n";
+}
+
+void save(const fs::path& folder, const LmConfig& c, const NamedArrays& weights,
+          const data::HfTokenizer* tokenizer, const SaveOptions& o) {
+  std::error_code ec;
+  fs::create_directories(folder, ec);
+  if (ec) fail(folder, "cannot create the folder: " + ec.message());
+  NamedArrays out;
+  for (const auto& [name, a] : weights) {
+    if (name.find("_cache") != std::string::npos) continue;  // decode-step state, not weights
+    if (c.tie_embeddings && name == "lm_head.weight") continue;
+    out.emplace(to_hf_name(name), o.bf16 ? a.to(DType::bf16) : a.to(DType::f32));
+  }
+  for (const char* need : {"embed_tokens.weight", "norm.weight"})
+    if (!weights.contains(need))
+      fail(folder, std::string("the weights have no '") + need + "': not a language_model");
+  save_safetensors((folder / "model.safetensors").string(), out, {{"format", "pt"}});
+  // A stale index would make loaders read the old shards instead.
+  fs::remove(folder / "model.safetensors.index.json", ec);
+  write_text_atomic(folder / "config.json", config_json(c, o));
+  if (tokenizer) {
+    tokenizer->save_tokenizer_json(folder / "tokenizer.json");
+    nlohmann::ordered_json t;
+    t["tokenizer_class"] = "PreTrainedTokenizerFast";
+    t["model_max_length"] = o.max_positions;
+    if (o.bos_id) t["bos_token"] = tokenizer->token(*o.bos_id);
+    if (o.eos_id) t["eos_token"] = tokenizer->token(*o.eos_id);
+    write_text_atomic(folder / "tokenizer_config.json", t.dump(2) + "\n");
+  }
+}
+
+}  // namespace stag::hf

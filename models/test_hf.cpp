@@ -1,0 +1,320 @@
+// Hugging Face model folders (models/hf.hpp), checked against tests/hf/: tiny LlamaForCausalLM
+// (tied, BF16, one file) and Qwen2ForCausalLM (untied, q/k/v biases, F16, two shards with an
+// index) folders in the exact Hugging Face layout, with logits and a greedy continuation from a
+// float64 PyTorch reference written to Hugging Face's modelling code (tools/make_hf_fixtures.py).
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "harness.hpp"
+#include "test_files.hpp"
+
+#include <stag/models/generate.hpp>
+#include <stag/models/generator.hpp>
+#include <stag/models/hf.hpp>
+#include <stag/runtime/train/safetensors.hpp>
+
+namespace {
+
+using namespace stag;
+namespace fs = std::filesystem;
+
+// The fixtures' configs (tests/hf/*/config.json) as presets: a user's own sizes are added the
+// same way (models/lm_presets.hpp).
+constexpr LmConfig kTinyLlama{.vocab = 300,
+                              .d_model = 32,
+                              .heads = 4,
+                              .kv_heads = 2,
+                              .d_ff = 48,
+                              .layers = 2,
+                              .dropout = 0.0,
+                              .rope_theta = 500.0,
+                              .tie_embeddings = true,
+                              .norm_eps = 1e-6};
+constexpr LmConfig kTinyQwen2{.vocab = 67,
+                              .d_model = 48,
+                              .heads = 6,
+                              .kv_heads = 2,
+                              .d_ff = 40,
+                              .layers = 3,
+                              .dropout = 0.0,
+                              .rope_theta = 1e6,
+                              .tie_embeddings = false,
+                              .norm_eps = 1e-6,
+                              .qkv_bias = true};
+const LmPreset kTinyPresets[] = {
+    {"tiny-llama", &kTinyLlama, lm_decode_graph<kTinyLlama>, "tests/hf/llama"},
+    {"tiny-qwen2", &kTinyQwen2, lm_decode_graph<kTinyQwen2>, "tests/hf/qwen2"},
+};
+
+fs::path fixture(const std::string& name) {
+  return fs::path(STAG_SOURCE_DIR) / "tests" / "hf" / name;
+}
+
+// A copy of a fixture folder to change.
+fs::path copy_fixture(const th::TempDir& tmp, const std::string& name) {
+  const fs::path to = tmp.dir / name;
+  fs::copy(fixture(name), to, fs::copy_options::recursive);
+  return to;
+}
+
+void edit_config(const fs::path& folder, const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(folder / "config.json"));
+  edit(j);
+  std::ofstream(folder / "config.json", std::ios::trunc) << j.dump(2);
+}
+
+std::vector<std::int32_t> ints(const Array& a) {
+  std::vector<std::int32_t> out;
+  for (double v : a.to_doubles()) out.push_back(static_cast<std::int32_t>(v));
+  return out;
+}
+
+// Row `row` of the reference's ids.
+std::vector<std::int32_t> reference_row(const SafetensorsFile& ref, std::int64_t row) {
+  const Array& ids = ref.tensors.at("ids");
+  const std::vector<std::int32_t> all = ints(ids);
+  const std::int64_t s = ids.dims()[1];
+  return {all.begin() + row * s, all.begin() + (row + 1) * s};
+}
+
+// |got - want| <= 1e-4 * max(1, |want|) for logits [1, n, V] against the reference's row `row`
+// at positions from .. from + n - 1; returns the largest scaled error.
+double compare_logits(const Array& got, const SafetensorsFile& ref, std::int64_t row,
+                      std::int64_t from) {
+  const Array& want = ref.tensors.at("logits");  // [B, S, V]
+  const std::int64_t s = want.dims()[1], v = want.dims()[2];
+  REQUIRE(got.dims().size() == 3);
+  REQUIRE(got.dims()[2] == v);
+  const std::int64_t n = got.dims()[1];
+  const std::vector<double> g = got.to_doubles(), w = want.to_doubles();
+  double worst = 0;
+  for (std::int64_t t = 0; t < n; ++t)
+    for (std::int64_t k = 0; k < v; ++k) {
+      const double ref_value = w[static_cast<std::size_t>((row * s + from + t) * v + k)];
+      const double err = std::abs(g[static_cast<std::size_t>(t * v + k)] - ref_value) /
+                         std::max(1.0, std::abs(ref_value));
+      worst = std::max(worst, err);
+    }
+  return worst;
+}
+
+void check_against_reference(const std::string& name, const std::string& preset) {
+  const hf::Model m = hf::load(fixture(name), kTinyPresets);
+  REQUIRE(m.preset->name == preset);
+  const SafetensorsFile ref = load_safetensors((fixture(name) / "reference.safetensors").string());
+  const std::int64_t rows = ref.tensors.at("ids").dims()[0];
+
+  SECTION("every position of a whole sequence in one pass") {
+    Generator gen(*m.preset, m.weights, std::nullopt, {.threads = 1});
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::vector<std::int32_t> ids = reference_row(ref, r);
+      const double err = compare_logits(gen.step(ids, 0), ref, r, 0);
+      INFO(name << " row " << r);
+      CHECK(err <= 1e-4);
+    }
+  }
+  SECTION("cached decoding, one token at a time, equals the reference's full forward") {
+    Generator gen(*m.preset, m.weights, std::nullopt, {.threads = 1});
+    const std::vector<std::int32_t> ids = reference_row(ref, 1);
+    double worst = 0;
+    for (std::size_t t = 0; t < ids.size(); ++t)
+      worst = std::max(
+          worst, compare_logits(gen.step(std::span(&ids[t], 1), static_cast<std::int64_t>(t)), ref,
+                                1, static_cast<std::int64_t>(t)));
+    CHECK(worst <= 1e-4);
+  }
+  SECTION("greedy generation gives the reference's tokens") {
+    Generator gen(*m.preset, m.weights, std::nullopt, {.threads = 1});
+    const std::vector<std::int32_t> prompt = ints(ref.tensors.at("greedy/prompt"));
+    const std::vector<std::int32_t> want = ints(ref.tensors.at("greedy/new"));
+    const GenerateResult r =
+        gen.generate_ids(prompt, {.max_new_tokens = static_cast<int>(want.size()),
+                                  .sample = {.temperature = 0.0},
+                                  .add_bos = false,
+                                  .stop_at_eos = false});
+    CHECK(r.new_ids == want);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a Llama folder (tied, BF16) gives the PyTorch reference's logits", "[hf]") {
+  check_against_reference("llama", "tiny-llama");
+}
+
+TEST_CASE("a Qwen2 folder (q/k/v biases, untied, F16, two shards) gives the reference's logits",
+          "[hf]") {
+  check_against_reference("qwen2", "tiny-qwen2");
+}
+
+TEST_CASE("config.json is read with its Hugging Face names and checked against the presets",
+          "[hf]") {
+  const hf::HfConfig c = hf::read_config(fixture("qwen2"));
+  CHECK(c.model_type == "qwen2");
+  CHECK(c.lm.qkv_bias);
+  CHECK(c.lm.norm_eps == 1e-6);
+  CHECK(c.lm.rope_theta == 1e6);
+  CHECK(!c.lm.tie_embeddings);
+  CHECK(c.bos_id == 0);
+  CHECK(c.eos_id == 3);
+  CHECK(c.max_positions == 128);
+  CHECK(c.torch_dtype == "float16");
+
+  th::TempDir tmp("hf_config");
+  const fs::path f = copy_fixture(tmp, "llama");
+  edit_config(f, [](nlohmann::json& j) {
+    j["hidden_size"] = 40;
+    j["rope_theta"] = 10000.0;
+  });
+  const std::string e = th::error_of([&] { hf::load(f, kTinyPresets); });
+  CHECK_THAT(e, Catch::Contains("no compiled-in preset has this llama config; the nearest is "
+                                "tiny-llama"));
+  CHECK_THAT(e, Catch::Contains("hidden_size is 40 in config.json, 32 in preset tiny-llama"));
+  CHECK_THAT(e,
+             Catch::Contains("rope_theta is 10000.0 in config.json, 500.0 in preset tiny-llama"));
+  CHECK_THAT(e, Catch::Contains("add a line for this config to models/lm_presets.hpp"));
+
+  // What the graph does not have is refused by name, not run wrongly.
+  const std::pair<std::function<void(nlohmann::json&)>, std::string> refused[] = {
+      {[](nlohmann::json& j) {
+         j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
+       },
+       "\"rope_scaling\" is {\"factor\":8.0,\"rope_type\":\"llama3\"}: scaled rotary positions"},
+      {[](nlohmann::json& j) { j["hidden_act"] = "gelu"; },
+       "\"hidden_act\" is \"gelu\": an MLP activation other than silu"},
+      {[](nlohmann::json& j) { j["attention_bias"] = true; },
+       "\"attention_bias\" is true: biases in the Llama attention projections"},
+      {[](nlohmann::json& j) { j["head_dim"] = 16; },
+       "\"head_dim\" is 16: a head dim other than hidden_size / num_attention_heads = 8"},
+      {[](nlohmann::json& j) { j["model_type"] = "mistral"; },
+       "\"model_type\" is \"mistral\"; stag loads \"llama\""},
+      {[](nlohmann::json& j) { j["vocab_size"] = "300"; },
+       "\"vocab_size\" is \"300\", expected an integer"},
+      {[](nlohmann::json& j) { j.erase("num_hidden_layers"); }, "has no \"num_hidden_layers\""},
+  };
+  for (const auto& [edit, message] : refused) {
+    const fs::path g = tmp.dir / "refused";
+    fs::remove_all(g);
+    fs::copy(fixture("llama"), g, fs::copy_options::recursive);
+    edit_config(g, edit);
+    const std::string got = th::error_of([&] { hf::read_config(g); });
+    INFO(got);
+    CHECK_THAT(got, Catch::Contains((g / "config.json").string()));
+    CHECK_THAT(got, Catch::Contains(message));
+  }
+}
+
+TEST_CASE("every tensor name is mapped and every problem with the weights is reported", "[hf]") {
+  th::TempDir tmp("hf_weights");
+  const fs::path f = copy_fixture(tmp, "llama");
+  const std::string file = (f / "model.safetensors").string();
+  SafetensorsFile st = load_safetensors(file);
+  CHECK(st.tensors.at("model.embed_tokens.weight").dtype() == DType::bf16);
+  st.tensors.erase("model.layers.1.mlp.up_proj.weight");
+  st.tensors.insert_or_assign("model.layers.0.self_attn.o_proj.weight",
+                              Array(DType::bf16, {32, 31}));
+  st.tensors.emplace("model.layers.0.self_attn.q_norm.weight", Array(DType::bf16, {8}));
+  st.tensors.emplace("model.layers.0.self_attn.rotary_emb.inv_freq", Array(DType::f32, {4}));
+  save_safetensors(file, st.tensors, st.metadata);
+  const std::string e = th::error_of([&] { hf::load(f, kTinyPresets); });
+  CHECK_THAT(e, Catch::Contains("the weights do not fit preset tiny-llama"));
+  CHECK_THAT(e, Catch::Contains("parameter 'layers.1.mlp.up_proj.weight' "
+                                "(model.layers.1.mlp.up_proj.weight) is in no file"));
+  CHECK_THAT(e, Catch::Contains("'model.layers.0.self_attn.o_proj.weight' is [32, 31] in the "
+                                "file, [32, 32] in preset tiny-llama"));
+  CHECK_THAT(e, Catch::Contains("'model.layers.0.self_attn.q_norm.weight' (model.safetensors) "
+                                "is not a parameter of preset tiny-llama"));
+  CHECK_THAT(e, !Catch::Contains("inv_freq"));  // an old checkpoint's buffer: ignored
+
+  // No weights at all; a pickle is named as such.
+  fs::remove(file);
+  std::ofstream(f / "pytorch_model.bin") << "x";
+  CHECK_THAT(th::error_of([&] { hf::load(f, kTinyPresets); }),
+             Catch::Contains("has neither model.safetensors nor model.safetensors.index.json "
+                             "(pytorch_model.bin is a pickle"));
+}
+
+TEST_CASE("a sharded set is checked against its index", "[hf]") {
+  th::TempDir tmp("hf_index");
+  const fs::path f = copy_fixture(tmp, "qwen2");
+  const fs::path index = f / "model.safetensors.index.json";
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(index));
+  auto& map = j["weight_map"];
+  const std::string moved = "model.norm.weight";
+  const std::string was = map[moved];
+  map[moved] = was == "model-00001-of-00002.safetensors" ? "model-00002-of-00002.safetensors"
+                                                         : "model-00001-of-00002.safetensors";
+  std::ofstream(index, std::ios::trunc) << j.dump();
+  CHECK_THAT(
+      th::error_of([&] { hf::load(f, kTinyPresets); }),
+      Catch::Contains("'model.norm.weight' is in " + was +
+                      ", but model.safetensors.index.json says " + map[moved].get<std::string>()));
+
+  map[moved] = "../elsewhere.safetensors";
+  std::ofstream(index, std::ios::trunc) << j.dump();
+  CHECK_THAT(th::error_of([&] { hf::load(f, kTinyPresets); }),
+             Catch::Contains("is not a file in the folder: ../elsewhere.safetensors"));
+
+  std::ofstream(index, std::ios::trunc) << "{\"weight_map\": ";
+  CHECK_THAT(th::error_of([&] { hf::load(f, kTinyPresets); }),
+             Catch::Contains("model.safetensors.index.json: invalid JSON"));
+}
+
+TEST_CASE("a truncated shard or a NaN weight is an error, not a model", "[hf]") {
+  th::TempDir tmp("hf_bad");
+  const fs::path f = copy_fixture(tmp, "qwen2");
+  const fs::path shard = f / "model-00002-of-00002.safetensors";
+  std::vector<std::uint8_t> bytes = th::read_bytes(shard.string());
+  th::write_bytes(shard.string(), {bytes.begin(), bytes.end() - 10});
+  CHECK_THAT(th::error_of([&] { hf::load(f, kTinyPresets); }), Catch::Contains(shard.string()));
+  th::write_bytes(shard.string(), bytes);
+
+  // A NaN in the first tensor of the shard, written as F16 bits into the file's bytes.
+  const SafetensorsHeader h = read_safetensors_header(shard.string());
+  REQUIRE(!h.entries.empty());
+  const auto e = std::min_element(h.entries.begin(), h.entries.end(),
+                                  [](const auto& x, const auto& y) { return x.begin < y.begin; });
+  const std::string nan_name = e->name;
+  REQUIRE(e->f16);
+  const std::size_t at = static_cast<std::size_t>(h.data_start + e->begin);
+  bytes[at] = 0x00;
+  bytes[at + 1] = 0x7e;  // a quiet NaN
+  th::write_bytes(shard.string(), bytes);
+  const std::string err = th::error_of([&] { hf::load(f, kTinyPresets); });
+  CHECK_THAT(err, Catch::Contains("allow_nonfinite"));
+  const hf::Model m = hf::load(f, kTinyPresets, {.allow_nonfinite = true});
+  CHECK(std::isnan(m.weights.at(*hf::to_stag_name(nan_name)).to_doubles()[0]));
+}
+
+TEST_CASE("hf::save writes a folder that loads back with the same weights and logits", "[hf]") {
+  th::TempDir tmp("hf_save");
+  for (const char* name : {"llama", "qwen2"}) {
+    const hf::Model m = hf::load(fixture(name), kTinyPresets);
+    const fs::path out = tmp.dir / name;
+    // The fixtures' values are BF16 / F16, so F32 keeps them exactly; BF16 keeps the Llama's.
+    hf::save(out, *m.preset->config, m.weights, nullptr,
+             {.bf16 = std::string(name) == "llama",
+              .bos_id = m.config.bos_id,
+              .eos_id = m.config.eos_id,
+              .max_positions = m.config.max_positions});
+    const hf::Model back = hf::load(out, kTinyPresets);
+    CHECK(back.preset == m.preset);
+    CHECK(back.config.bos_id == m.config.bos_id);
+    CHECK(back.config.eos_id == m.config.eos_id);
+    REQUIRE(back.weights.size() == m.weights.size());
+    for (const auto& [n, a] : m.weights) {
+      INFO(n);
+      CHECK(back.weights.at(n).to_doubles() == a.to_doubles());
+    }
+    const SafetensorsHeader h = read_safetensors_header((out / "model.safetensors").string());
+    const bool has_head = std::any_of(h.entries.begin(), h.entries.end(),
+                                      [](const auto& e) { return e.name == "lm_head.weight"; });
+    CHECK(has_head == !m.preset->config->tie_embeddings);  // as save_pretrained writes it
+    for (const SafetensorsEntry& e : h.entries)
+      CHECK(e.name.starts_with(e.name == "lm_head.weight" ? "lm_head" : "model."));
+  }
+}
