@@ -3,6 +3,8 @@
 // prefill and decode speed. The text is printed as it is sampled (GenerateOptions::on_token).
 // With an encoder-decoder checkpoint (stag-train g2p or seq2seq) it translates instead: each
 // line of stdin (or --prompt, --prompt-file) through stag::Translator, greedy or beam search.
+// With --hf it runs a Hugging Face model folder (models/hf.hpp: Llama / Qwen2 configs that
+// match a compiled-in preset) with the folder's tokeniser.
 // To add an option, add a flag here and a field in GenerateOptions.
 #include <chrono>
 #include <cstdio>
@@ -18,6 +20,7 @@
 #include <CLI/CLI.hpp>
 
 #include <stag/models/generator.hpp>
+#include <stag/models/hf.hpp>
 #include <stag/models/translator.hpp>
 #include <stag/ops/random.hpp>
 #include <stag/runtime/cpu/omp_policy.hpp>
@@ -113,7 +116,7 @@ int main(int argc, char** argv) {
       "stag-generate: sample text from a trained stag language model, or translate lines "
       "(stdin, --prompt or --prompt-file) with an encoder-decoder checkpoint (stag-train g2p, "
       "seq2seq)"};
-  std::string checkpoint, prompt, prompt_file, tokenizer, schedule = "sequential";
+  std::string checkpoint, hf_folder, prompt, prompt_file, tokenizer, schedule = "sequential";
   stag::GenerateOptions o;
   o.max_new_tokens = 200;
   o.sample.temperature = 0.8;
@@ -124,6 +127,10 @@ int main(int argc, char** argv) {
   int prompt_tokens = 64;
   app.add_option("--checkpoint", checkpoint,
                  "checkpoint (.safetensors) saved from a language model");
+  app.add_option("--hf", hf_folder,
+                 "a Hugging Face model folder (config.json, model.safetensors or its shards, "
+                 "tokenizer.json) whose config is a compiled-in preset (see --list-models)")
+      ->excludes("--checkpoint");
   app.add_option("--prompt", prompt, "text to continue (empty: start from <bos>)");
   app.add_option("--prompt-file", prompt_file, "read the text to continue from this file")
       ->excludes("--prompt");
@@ -178,8 +185,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!random_model.empty()) return bench_random(random_model, prompt_tokens, o, threads, schedule);
-  if (checkpoint.empty()) {
-    std::fprintf(stderr, "stag-generate: --checkpoint is required (see --help)\n");
+  if (checkpoint.empty() && hf_folder.empty()) {
+    std::fprintf(stderr, "stag-generate: --checkpoint or --hf is required (see --help)\n");
     return 2;
   }
   if (bos && no_bos) {
@@ -198,7 +205,7 @@ int main(int argc, char** argv) {
     prompt.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
   try {
-    const std::string task = stag::Translator::task_of(checkpoint);
+    const std::string task = hf_folder.empty() ? stag::Translator::task_of(checkpoint) : "lm";
     if (task == "g2p" || task == "seq2seq") {
       // Lines to translate: --prompt, --prompt-file, or stdin.
       std::vector<std::string> lines;
@@ -212,6 +219,10 @@ int main(int argc, char** argv) {
       return translate(checkpoint, lines, so, threads, allow_nonfinite);
     }
     const bool beam = app.count("--beam") > 0;
+    // NOTE: the beam search draws ids from <eos> up (stag's tokenisers put padding, unknown and
+    // <bos> below it); a Hugging Face vocabulary has its special ids anywhere.
+    if (beam && !hf_folder.empty())
+      throw stag::Error("--beam works with stag's own checkpoints, not yet with --hf");
     for (const char* flag : {"--n-best", "--length-penalty"})
       if (app.count(flag) && !beam) throw stag::Error(std::string(flag) + " needs --beam");
     stag::GeneratorOptions go;
@@ -220,7 +231,14 @@ int main(int argc, char** argv) {
     go.tokenizer_path = tokenizer;
     go.allow_nonfinite = allow_nonfinite;
     go.schedule = schedule == "parallel" ? stag::Schedule::parallel : stag::Schedule::sequential;
-    stag::Generator gen(checkpoint, go);
+    const std::unique_ptr<stag::Generator> made =
+        hf_folder.empty() ? std::make_unique<stag::Generator>(checkpoint, go)
+                          : stag::hf::generator(hf_folder, go);
+    stag::Generator& gen = *made;
+    if (!gen.tokenizer())
+      throw stag::Error(hf_folder +
+                        " has no tokeniser (tokenizer.json, or vocab.json and "
+                        "merges.txt)");
     if (beam) {
       // Beam search: the n-best continuations, "rank<TAB>score<TAB>text" lines.
       std::vector<std::int32_t> ids = gen.tokenizer()->encode(prompt);

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <limits>
 #include <set>
+#include <type_traits>
 
 #include <unistd.h>
 
@@ -75,13 +76,21 @@ std::vector<std::int32_t> TextTokenizer::encode(std::string_view text) const {
   return std::visit([&](const auto& t) { return t.encode(text); }, t_);
 }
 std::string TextTokenizer::decode(std::span<const std::int32_t> ids) const {
-  return std::visit([&](const auto& t) { return t.decode(ids); }, t_);
+  return std::visit(
+      [&](const auto& t) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(t)>, data::HfTokenizer>)
+          return t.decode(ids, /*skip_special=*/true);
+        else
+          return t.decode(ids);
+      },
+      t_);
 }
 std::size_t TextTokenizer::vocab_size() const {
   return std::visit([](const auto& t) { return t.vocab_size(); }, t_);
 }
 std::string_view TextTokenizer::kind() const {
-  return t_.index() == 0 ? "char" : "byte-bpe";
+  constexpr std::string_view kKinds[] = {"char", "byte-bpe", "hugging-face"};
+  return kKinds[t_.index()];
 }
 
 TextTokenizer checkpoint_tokenizer(const std::string& checkpoint, const std::string& config_json,
@@ -133,6 +142,7 @@ Generator::Generator(const std::string& checkpoint, GeneratorOptions opts)
   if (config_obj.is_object() && config_obj.contains("add_bos") &&
       config_obj["add_bos"].is_boolean())
     add_bos_ = config_obj["add_bos"].get<bool>();
+  if (opts_.add_bos) add_bos_ = *opts_.add_bos;
   if (tokenizer_->vocab_size() > static_cast<std::size_t>(preset_->config->vocab))
     throw Error("stag: checkpoint " + checkpoint + ": the tokeniser has " +
                 std::to_string(tokenizer_->vocab_size()) + " ids but the model only " +
@@ -144,7 +154,8 @@ Generator::Generator(const LmPreset& preset, NamedArrays weights,
     : preset_(&preset),
       weights_(std::move(weights)),
       tokenizer_(std::move(tokenizer)),
-      opts_(std::move(opts)) {}
+      opts_(std::move(opts)),
+      add_bos_(opts_.add_bos.value_or(false)) {}
 
 Generator::~Generator() = default;
 
@@ -344,7 +355,15 @@ std::vector<GenerateResult> Generator::generate_ids_batch(
     check_ids(p, n == 1 ? std::string("the prompt") : "prompt " + std::to_string(b));
     // An empty prompt starts a document: after <bos> when the model was trained with it, else
     // after <eos> (stag's corpora end every document with <eos>).
-    if (bos || p.empty()) p.insert(p.begin(), bos ? data::kBosId : data::kEosId);
+    if (bos || p.empty()) {
+      const std::int32_t start = bos ? opts_.bos_id : opts_.eos_id;
+      if (start < 0)
+        throw Error(std::string("stag::Generator: ") +
+                    (bos ? "add_bos is set, but the model has no <bos> id"
+                         : "the prompt is empty and the model has no <eos> id to start from") +
+                    " (GeneratorOptions::bos_id / eos_id)");
+      p.insert(p.begin(), start);
+    }
     limit[b] = max_new_tokens.empty() ? o.max_new_tokens : max_new_tokens[b];
     if (limit[b] < 0)
       throw Error("stag::Generator: max_new_tokens of prompt " + std::to_string(b) +
@@ -438,7 +457,7 @@ std::vector<GenerateResult> Generator::generate_ids_batch(
         ++r.decode_tokens;
       }
       bool stop = static_cast<int>(r.new_ids.size()) >= limit[b] ||
-                  (o.stop_at_eos && r.new_ids.back() == data::kEosId);
+                  (o.stop_at_eos && r.new_ids.back() == opts_.eos_id);
       if (o.on_token) {
         if (tokenizer_)
           piece = tokenizer_->decode(std::span<const std::int32_t>(&r.new_ids.back(), 1));

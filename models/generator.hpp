@@ -18,6 +18,7 @@
 #include <stag/models/beam_search.hpp>
 #include <stag/models/data/bpe_tokenizer.hpp>
 #include <stag/models/data/char_tokenizer.hpp>
+#include <stag/models/data/hf_tokenizer.hpp>
 #include <stag/models/lm_presets.hpp>
 #include <stag/models/sampling.hpp>
 #include <stag/runtime/session.hpp>
@@ -25,20 +26,22 @@
 
 namespace stag {
 
-// A character or byte-BPE tokeniser, chosen by the "type" of its JSON ("char", "byte-bpe").
+// A character or byte-BPE tokeniser of stag's own, chosen by the "type" of its JSON ("char",
+// "byte-bpe"), or a pretrained model's Hugging Face tokeniser (models/data/hf_tokenizer.hpp).
 class TextTokenizer {
  public:
   explicit TextTokenizer(data::CharTokenizer t) : t_(std::move(t)) {}
   explicit TextTokenizer(data::BpeTokenizer t) : t_(std::move(t)) {}
+  explicit TextTokenizer(data::HfTokenizer t) : t_(std::move(t)) {}
   static TextTokenizer from_json(std::string_view json);  // stag::Error on bad input
   static TextTokenizer load(const std::string& path);
   std::vector<std::int32_t> encode(std::string_view text) const;
   std::string decode(std::span<const std::int32_t> ids) const;  // special ids are skipped
   std::size_t vocab_size() const;
-  std::string_view kind() const;  // "char" or "byte-bpe"
+  std::string_view kind() const;  // "char", "byte-bpe" or "hugging-face"
 
  private:
-  std::variant<data::CharTokenizer, data::BpeTokenizer> t_;
+  std::variant<data::CharTokenizer, data::BpeTokenizer, data::HfTokenizer> t_;
 };
 
 // Where a checkpoint's tokeniser is, in order: GeneratorOptions::tokenizer_path; the model
@@ -55,15 +58,22 @@ struct GeneratorOptions {
       0;  // cache positions; 0: sized per call (prompt + new tokens, rounded up to 64)
   std::string tokenizer_path = {};  // overrides the checkpoint's tokeniser
   bool allow_nonfinite = false;     // load a checkpoint with NaN/Inf weights anyway
+  // The ids that start and end a document: stag's tokenisers' <bos> and <eos> unless given (a
+  // Hugging Face model's come from its config.json). -1: the model has none (an empty prompt
+  // is then an error; without <eos>, generation stops only at max_new_tokens).
+  std::int32_t bos_id = data::kBosId, eos_id = data::kEosId;
+  // Whether prompts start with <bos> when GenerateOptions::add_bos is unset; unset: as the
+  // checkpoint's config says ("add_bos", false when absent).
+  std::optional<bool> add_bos = std::nullopt;
 };
 
 struct GenerateOptions {
   int max_new_tokens = 64;
   SampleOptions sample = {};
   int prefill_chunk = 0;  // prompt tokens per step: 0 = the whole prompt in one pass
-  // Start the prompt with <bos>: unset = as the checkpoint's config says ("add_bos", false when
-  // absent). An empty prompt starts with <bos> then, else with <eos> (the end of a previous
-  // document, as stag's corpora separate documents).
+  // Start the prompt with <bos>: unset = as GeneratorOptions::add_bos or the checkpoint's config
+  // says ("add_bos", false when absent). An empty prompt starts with <bos> then, else with
+  // <eos> (the end of a previous document, as stag's corpora separate documents).
   std::optional<bool> add_bos = std::nullopt;
   bool stop_at_eos = true;  // stop after generating <eos>
   // Called for every new token, in order per row, before the next step runs. Returning false
@@ -143,6 +153,9 @@ class Generator {
   const CheckpointInfo& checkpoint_info() const { return info_; }
   // Whether prompts start with <bos> unless GenerateOptions::add_bos says otherwise.
   bool add_bos() const { return add_bos_; }
+  // The <bos> and <eos> ids (GeneratorOptions; -1: none).
+  std::int32_t bos_id() const { return opts_.bos_id; }
+  std::int32_t eos_id() const { return opts_.eos_id; }
 
  private:
   const LmPreset* preset_ = nullptr;

@@ -448,6 +448,70 @@ Model load(const fs::path& folder, std::span<const LmPreset> presets, const Load
   return m;
 }
 
+// ---- generation -------------------------------------------------------------------------------
+
+std::optional<std::int32_t> template_bos(const fs::path& folder,
+                                         const data::HfTokenizer& tokenizer) {
+  const fs::path file = folder / "tokenizer.json";
+  if (!fs::exists(file)) return std::nullopt;
+  const json j = json::parse(data::read_file(file, "tokenizer", ""), nullptr, false);
+  if (!j.is_object() || !j.contains("post_processor")) return std::nullopt;
+  // The TemplateProcessing, alone or inside a Sequence of processors.
+  std::vector<const json*> processors = {&j["post_processor"]};
+  if (j["post_processor"].is_object() && j["post_processor"].contains("processors") &&
+      j["post_processor"]["processors"].is_array())
+    for (const json& p : j["post_processor"]["processors"]) processors.push_back(&p);
+  for (const json* p : processors) {
+    if (!p->is_object() || p->value("type", "") != "TemplateProcessing") continue;
+    const json single = p->value("single", json());
+    if (!single.is_array() || single.empty() || !single[0].is_object() ||
+        !single[0].contains("SpecialToken"))
+      return std::nullopt;
+    const json& special = single[0]["SpecialToken"];
+    if (!special.is_object() || !special.contains("id") || !special["id"].is_string())
+      fail(file, "post_processor: a SpecialToken without an \"id\" string");
+    const std::string token = special["id"].get<std::string>();
+    const std::optional<std::int32_t> id = tokenizer.find(token);
+    if (!id)
+      fail(file, "post_processor: the template starts with \"" + token +
+                     "\", which is not in the vocabulary");
+    return id;
+  }
+  return std::nullopt;
+}
+
+std::unique_ptr<Generator> generator(const fs::path& folder, GeneratorOptions go,
+                                     std::span<const LmPreset> presets, const LoadOptions& o) {
+  Model m = load(folder, presets, o);
+  std::optional<TextTokenizer> tokenizer;
+  std::optional<std::int32_t> bos = m.config.bos_id;
+  bool add_bos = false;
+  if (fs::exists(folder / "tokenizer.json") || fs::exists(folder / "vocab.json")) {
+    data::HfTokenizer t = data::HfTokenizer::load(folder);
+    if (t.vocab_size() > static_cast<std::size_t>(m.preset->config->vocab))
+      fail(folder, "the tokeniser has " + std::to_string(t.vocab_size()) +
+                       " ids but the model only " + std::to_string(m.preset->config->vocab));
+    if (const std::optional<std::int32_t> first = template_bos(folder, t)) {
+      add_bos = true;
+      bos = first;
+    }
+    tokenizer.emplace(std::move(t));
+  }
+  const std::int32_t vocab = m.preset->config->vocab;
+  using NamedId = std::pair<const char*, std::optional<std::int32_t>>;
+  for (const auto& [what, id] :
+       {NamedId{"bos_token_id", bos}, NamedId{"eos_token_id", m.config.eos_id}})
+    if (id && (*id < 0 || *id >= vocab))
+      fail(folder / "config.json", std::string(what) + " " + std::to_string(*id) +
+                                       " is outside the vocabulary [0, " + std::to_string(vocab) +
+                                       ")");
+  go.bos_id = bos.value_or(-1);
+  go.eos_id = m.config.eos_id.value_or(-1);
+  go.add_bos = add_bos;
+  return std::make_unique<Generator>(*m.preset, std::move(m.weights), std::move(tokenizer),
+                                     std::move(go));
+}
+
 // ---- saving -----------------------------------------------------------------------------------
 
 std::string config_json(const LmConfig& c, const SaveOptions& o) {

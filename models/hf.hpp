@@ -7,16 +7,19 @@
 //
 //   auto m = stag::hf::load("./SmolLM-135M");            // checked config, f32 weights
 //   stag::Generator gen(*m.preset, std::move(m.weights), ...);
+//   auto g = stag::hf::generator("./SmolLM-135M");       // the same, with its tokeniser
 //   stag::hf::save("out/hf", *m.preset->config, weights, &tokenizer);  // loads in transformers
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include <stag/models/data/hf_tokenizer.hpp>
+#include <stag/models/generator.hpp>
 #include <stag/models/lm_presets.hpp>
 #include <stag/runtime/bind.hpp>
 
@@ -76,6 +79,21 @@ NamedArrays load_weights(const std::filesystem::path& folder, const LmPreset& pr
 // read_config + preset_for + load_weights.
 Model load(const std::filesystem::path& folder, std::span<const LmPreset> presets = lm_presets(),
            const LoadOptions& o = {});
+
+// Whether the folder's tokenizer.json puts a special token before every text (a
+// TemplateProcessing post-processor whose single-sequence template starts with one, as Llama
+// 3's "<|begin_of_text|>"): that token's id, else nullopt (GPT-2, SmolLM, Qwen2).
+std::optional<std::int32_t> template_bos(const std::filesystem::path& folder,
+                                         const data::HfTokenizer& tokenizer);
+
+// A Generator for a model folder: load(folder), the folder's tokeniser when it has one
+// (tokenizer.json, or vocab.json + merges.txt; without one, generate from ids), config.json's
+// bos_token_id and eos_token_id (-1 where absent), and <bos> before prompts when the
+// tokeniser's template puts it there: `go`'s bos_id, eos_id and add_bos are set from the
+// folder, its other fields kept. The presets must outlive the Generator.
+std::unique_ptr<Generator> generator(const std::filesystem::path& folder, GeneratorOptions go = {},
+                                     std::span<const LmPreset> presets = lm_presets(),
+                                     const LoadOptions& o = {});
 
 struct SaveOptions {
   bool bf16 = false;  // store BF16 (rounded to nearest even) instead of F32

@@ -318,3 +318,79 @@ TEST_CASE("hf::save writes a folder that loads back with the same weights and lo
       CHECK(e.name.starts_with(e.name == "lm_head.weight" ? "lm_head" : "model."));
   }
 }
+
+TEST_CASE("hf::generator runs a folder with its tokeniser and config.json's <bos> and <eos>",
+          "[hf]") {
+  const SafetensorsFile ref =
+      load_safetensors((fixture("llama") / "reference.safetensors").string());
+  const hf::HfConfig c = hf::read_config(fixture("llama"));
+  REQUIRE(c.eos_id);
+  const std::unique_ptr<Generator> g =
+      hf::generator(fixture("llama"), {.threads = 1}, kTinyPresets);
+  REQUIRE(g->tokenizer() != nullptr);
+  CHECK(g->tokenizer()->kind() == "hugging-face");
+  CHECK(g->bos_id() == 298);
+  CHECK(g->eos_id() == *c.eos_id);
+  CHECK(!g->add_bos());  // a ByteLevel post-processor adds nothing
+
+  // Greedy generation stops right after config.json's <eos> (the fixture's eos is a token the
+  // reference's greedy continuation reaches after a few steps).
+  const std::vector<std::int32_t> all = ints(ref.tensors.at("greedy/new"));
+  const auto stop = std::find(all.begin(), all.end(), *c.eos_id);
+  REQUIRE(stop != all.end());
+  const std::vector<std::int32_t> want(all.begin(), stop + 1);
+  CHECK(want.size() >= 3);
+  CHECK(want.size() < all.size());
+  const GenerateResult r = g->generate_ids(
+      ints(ref.tensors.at("greedy/prompt")),
+      {.max_new_tokens = static_cast<int>(all.size()), .sample = {.temperature = 0}});
+  CHECK(r.new_ids == want);
+
+  // Text in, text out, through the folder's tokenizer.json.
+  const data::HfTokenizer tok = data::HfTokenizer::load(fixture("llama"));
+  const std::string prompt = "Once upon a time there was";
+  const GenerateResult t = g->generate(prompt, {.max_new_tokens = 5, .sample = {.temperature = 0}});
+  CHECK(t.prompt_ids == tok.encode(prompt));
+  CHECK(t.prompt_ids.size() < prompt.size());  // merges were applied
+  CHECK(t.text == tok.decode(t.new_ids, /*skip_special=*/true));
+
+  // A folder without a tokeniser runs on ids; config.json's ids are kept.
+  const std::unique_ptr<Generator> q =
+      hf::generator(fixture("qwen2"), {.threads = 1}, kTinyPresets);
+  CHECK(q->tokenizer() == nullptr);
+  CHECK(q->bos_id() == 0);
+  CHECK(q->eos_id() == 3);
+  CHECK_THAT(th::error_of([&] { q->generate("text"); }), Catch::Contains("no tokeniser"));
+}
+
+TEST_CASE("a tokenizer.json template that starts with a special token puts it before prompts",
+          "[hf]") {
+  th::TempDir tmp("hf_template");
+  const fs::path f = copy_fixture(tmp, "llama");
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(f / "tokenizer.json"));
+  // Llama 3's layout: a Sequence of ByteLevel and a TemplateProcessing.
+  j["post_processor"] = {{"type", "Sequence"},
+                         {"processors",
+                          {j["post_processor"],
+                           {{"type", "TemplateProcessing"},
+                            {"single",
+                             {{{"SpecialToken", {{"id", "<|im_start|>"}, {"type_id", 0}}}},
+                              {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}}}}}};
+  std::ofstream(f / "tokenizer.json", std::ios::trunc) << j.dump();
+  const std::unique_ptr<Generator> g = hf::generator(f, {.threads = 1}, kTinyPresets);
+  CHECK(g->add_bos());
+  CHECK(g->bos_id() == 299);
+  const GenerateResult r = g->generate("Once", {.max_new_tokens = 1});
+  REQUIRE(!r.prompt_ids.empty());
+  CHECK(r.prompt_ids.front() == 299);
+
+  j["post_processor"]["processors"][1]["single"][0]["SpecialToken"]["id"] = "<s>";
+  std::ofstream(f / "tokenizer.json", std::ios::trunc) << j.dump();
+  CHECK_THAT(th::error_of([&] { hf::generator(f, {}, kTinyPresets); }),
+             Catch::Contains("the template starts with \"<s>\", which is not in the vocabulary"));
+
+  const fs::path k = copy_fixture(tmp, "qwen2");
+  edit_config(k, [](nlohmann::json& c) { c["eos_token_id"] = 67; });
+  CHECK_THAT(th::error_of([&] { hf::generator(k, {}, kTinyPresets); }),
+             Catch::Contains("eos_token_id 67 is outside the vocabulary [0, 67)"));
+}
