@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness.hpp"
+#include "hf_presets.hpp"
 #include "test_files.hpp"
 
 #include <stag/models/generate.hpp>
@@ -22,36 +23,10 @@ namespace {
 using namespace stag;
 namespace fs = std::filesystem;
 
-// The fixtures' configs (tests/hf/*/config.json) as presets: a user's own sizes are added the
-// same way (models/lm_presets.hpp).
-constexpr LmConfig kTinyLlama{.vocab = 300,
-                              .d_model = 32,
-                              .heads = 4,
-                              .kv_heads = 2,
-                              .d_ff = 48,
-                              .layers = 2,
-                              .dropout = 0.0,
-                              .rope_theta = 500.0,
-                              .tie_embeddings = true,
-                              .norm_eps = 1e-6};
-constexpr LmConfig kTinyQwen2{.vocab = 67,
-                              .d_model = 48,
-                              .heads = 6,
-                              .kv_heads = 2,
-                              .d_ff = 40,
-                              .layers = 3,
-                              .dropout = 0.0,
-                              .rope_theta = 1e6,
-                              .tie_embeddings = false,
-                              .norm_eps = 1e-6,
-                              .qkv_bias = true};
-const LmPreset kTinyPresets[] = {
-    {"tiny-llama", &kTinyLlama, lm_decode_graph<kTinyLlama>, "tests/hf/llama"},
-    {"tiny-qwen2", &kTinyQwen2, lm_decode_graph<kTinyQwen2>, "tests/hf/qwen2"},
-};
+using th::kTinyPresets;
 
 fs::path fixture(const std::string& name) {
-  return fs::path(STAG_SOURCE_DIR) / "tests" / "hf" / name;
+  return th::hf_fixture(name);
 }
 
 // A copy of a fixture folder to change.

@@ -10,8 +10,9 @@
 # mask, down(silu(gate(x)) * up(x)), tied or untied lm_head.
 #
 # The reference runs on the weights as stored (rounded to BF16 / F16 first), so stag and it see
-# the same numbers. The weights are random: committed test fixtures of a few tens of KiB, not a
-# model.
+# the same numbers. It also fine-tunes the model for 20 AdamW steps on one batch and keeps the
+# losses and the logits after them. The weights are random: committed test fixtures of a few
+# tens of KiB, not a model.
 #
 # Usage: /usr/bin/python3 tools/make_hf_fixtures.py          (rewrites tests/hf/*)
 #        /usr/bin/python3 tools/make_hf_fixtures.py --check  (exit 1 if a committed file differs)
@@ -276,6 +277,35 @@ CASES = {
 }
 
 
+def finetune(cfg, w, seed, steps=20):
+    """Steps of torch.optim.AdamW (float64) from weights w on one batch of next-token targets:
+    decay on matrices and embeddings only (stag's parameters: biases and norm gains have none),
+    a tied head is the embedding tensor itself. Returns the batch, the loss before each step
+    and the logits on the batch's ids after the last step."""
+    gen = torch.Generator().manual_seed(seed + 2000)
+    seq = torch.randint(0, cfg["vocab_size"], (2, 11), generator=gen)
+    ids, targets = seq[:, :-1], seq[:, 1:].clone()
+    targets[1, :3] = -100  # a prompt that is not trained on
+    params = {k: t.clone().requires_grad_(True) for k, t in w.items()}
+    decay = [t for t in params.values() if t.dim() >= 2]
+    no_decay = [t for t in params.values() if t.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+                            lr=1e-2, betas=(0.9, 0.95), eps=1e-8)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        logits = forward(cfg, params, ids)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
+                                                 ignore_index=-100)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    with torch.no_grad():
+        after = forward(cfg, params, ids)
+    return {"finetune/ids": ids.to(torch.int32), "finetune/targets": targets.to(torch.int32),
+            "finetune/losses": torch.tensor(losses, dtype=F64), "finetune/logits": after}
+
+
 def reference(cfg, w, seed):
     gen = torch.Generator().manual_seed(seed + 1000)
     v = cfg["vocab_size"]
@@ -287,7 +317,7 @@ def reference(cfg, w, seed):
         raise SystemExit(f"greedy continuation has a near tie ({gap}): change the seed")
     return {"ids": ids.to(torch.int32), "logits": logits,
             "greedy/prompt": torch.tensor(prompt, dtype=torch.int32),
-            "greedy/new": torch.tensor(new, dtype=torch.int32)}, gap
+            "greedy/new": torch.tensor(new, dtype=torch.int32), **finetune(cfg, w, seed)}, gap
 
 
 def make_case(name):

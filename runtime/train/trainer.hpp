@@ -262,6 +262,10 @@ class Trainer {
   // stag::Error naming the tensor and both shapes, and so is a checkpoint with no parameter in
   // common. Returns the names of the parameters loaded, sorted.
   std::vector<std::string> init_from(const std::string& path);
+  // The same from parameters in memory (a pretrained model: stag::hf::load(folder).weights).
+  // Every tensor must be a parameter of this model, with its shape (a stag::Error names the
+  // others); parameters not given keep their initial values. Returns the names loaded, sorted.
+  std::vector<std::string> init_from(const NamedArrays& weights);
 
   // Where the data stands, for user loops: step() counts the micro-batches it takes, and
   // end_epoch() moves to the next epoch's first batch. Checkpoints save the position and

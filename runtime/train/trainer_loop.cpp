@@ -209,6 +209,25 @@ std::vector<std::string> Trainer::init_from(const std::string& path) {
   return loaded;
 }
 
+std::vector<std::string> Trainer::init_from(const NamedArrays& weights) {
+  std::set<std::string> params;
+  const GraphView& g = graphs_.model;
+  for (int n = 0; n < g.size(); ++n)
+    if (g.node(n).flags & kFlagParam) params.insert(g.name(n));
+  std::vector<std::string> loaded, unknown;
+  for (const auto& [name, value] : weights) (params.count(name) ? loaded : unknown).push_back(name);
+  if (!unknown.empty()) {
+    std::string list;
+    for (std::size_t i = 0; i < unknown.size() && i < 8; ++i)
+      list += (i ? ", '" : "'") + unknown[i] + "'";
+    if (unknown.size() > 8) list += ", ... (" + std::to_string(unknown.size()) + " in all)";
+    throw Error("stag::Trainer::init_from: not parameters of this model: " + list);
+  }
+  for (const std::string& name : loaded) step_session_->set_param(name, weights.at(name));
+  params_synced_ = false;
+  return loaded;  // NamedArrays is ordered by name
+}
+
 void Trainer::fit(const DataSource& data, const FitOptions& o) {
   if (o.accumulation < 1) throw Error("stag::Trainer::fit: accumulation must be at least 1");
   const std::pair<const char*, double> counts[] = {

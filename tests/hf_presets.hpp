@@ -1,0 +1,46 @@
+// The presets of the tiny Hugging Face folders under tests/hf/ (tools/make_hf_fixtures.py
+// writes them): their config.json values as LmConfigs, and decode-step graphs for hf::load.
+// A user's own sizes are added the same way (models/lm_presets.hpp).
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include <stag/models/generate.hpp>
+#include <stag/models/lm_presets.hpp>
+
+namespace th {
+
+// LlamaForCausalLM: tied, BF16, one file, a byte-level tokenizer.json.
+inline constexpr stag::LmConfig kTinyLlama{.vocab = 300,
+                                           .d_model = 32,
+                                           .heads = 4,
+                                           .kv_heads = 2,
+                                           .d_ff = 48,
+                                           .layers = 2,
+                                           .dropout = 0.0,
+                                           .rope_theta = 500.0,
+                                           .tie_embeddings = true,
+                                           .norm_eps = 1e-6};
+// Qwen2ForCausalLM: q/k/v biases, untied, F16, two shards and an index.
+inline constexpr stag::LmConfig kTinyQwen2{.vocab = 67,
+                                           .d_model = 48,
+                                           .heads = 6,
+                                           .kv_heads = 2,
+                                           .d_ff = 40,
+                                           .layers = 3,
+                                           .dropout = 0.0,
+                                           .rope_theta = 1e6,
+                                           .tie_embeddings = false,
+                                           .norm_eps = 1e-6,
+                                           .qkv_bias = true};
+inline const stag::LmPreset kTinyPresets[] = {
+    {"tiny-llama", &kTinyLlama, stag::lm_decode_graph<kTinyLlama>, "tests/hf/llama"},
+    {"tiny-qwen2", &kTinyQwen2, stag::lm_decode_graph<kTinyQwen2>, "tests/hf/qwen2"},
+};
+
+inline std::filesystem::path hf_fixture(const std::string& name) {
+  return std::filesystem::path(STAG_SOURCE_DIR) / "tests" / "hf" / name;
+}
+
+}  // namespace th
