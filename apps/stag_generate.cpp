@@ -14,6 +14,8 @@
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <unistd.h>
 
@@ -38,6 +40,27 @@ void print_speed(const stag::GenerateResult& r) {
   std::printf("tokens_per_s: %.1f\n", r.decode_tokens_per_s());
 }
 
+// A prompt of n random ids below `vocab` (the same for every run).
+std::vector<std::int32_t> random_prompt(int n, std::int64_t vocab) {
+  std::vector<std::int32_t> prompt;
+  for (int i = 0; i < n; ++i)
+    prompt.push_back(
+        static_cast<std::int32_t>(stag::random::bits(7, 0, 0, static_cast<std::uint64_t>(i)) %
+                                  static_cast<std::uint64_t>(vocab)));
+  return prompt;
+}
+
+// This process's resident memory and its peak so far, in MiB (/proc/self/status: VmRSS, VmHWM).
+std::pair<double, double> resident_mib() {
+  std::ifstream in("/proc/self/status");
+  double rss = 0, peak = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) rss = std::atof(line.c_str() + 6) / 1024.0;
+    if (line.rfind("VmHWM:", 0) == 0) peak = std::atof(line.c_str() + 6) / 1024.0;
+  }
+  return {rss, peak};
+}
+
 // Speed with random weights and a random prompt (the figures in docs/generation.md).
 int bench_random(const std::string& name, int prompt_tokens, stag::GenerateOptions o, int threads,
                  const std::string& schedule) {
@@ -52,11 +75,7 @@ int bench_random(const std::string& name, int prompt_tokens, stag::GenerateOptio
     go.threads = threads;
     go.schedule = schedule == "parallel" ? stag::Schedule::parallel : stag::Schedule::sequential;
     stag::Generator gen(*p, weights, std::nullopt, go);
-    std::vector<std::int32_t> prompt;
-    for (int i = 0; i < prompt_tokens; ++i)
-      prompt.push_back(
-          static_cast<std::int32_t>(stag::random::bits(7, 0, 0, static_cast<std::uint64_t>(i)) %
-                                    static_cast<std::uint64_t>(p->config->vocab)));
+    const std::vector<std::int32_t> prompt = random_prompt(prompt_tokens, p->config->vocab);
     o.stop_at_eos = false;
     o.add_bos = false;
     const stag::GenerateResult r = gen.generate_ids(prompt, o);
@@ -164,7 +183,8 @@ int main(int argc, char** argv) {
                  "benchmark: a compiled-in model (see --list-models) with random weights instead "
                  "of a checkpoint");
   app.add_option("--prompt-tokens", prompt_tokens,
-                 "benchmark: random prompt length with --random-weights")
+                 "benchmark: random prompt length with --random-weights, or with --hf instead "
+                 "of a text prompt")
       ->check(CLI::PositiveNumber);
   stag::Seq2SeqGenerateOptions so;
   app.add_option("--beam", so.search.beam_size,
@@ -231,10 +251,31 @@ int main(int argc, char** argv) {
     go.tokenizer_path = tokenizer;
     go.allow_nonfinite = allow_nonfinite;
     go.schedule = schedule == "parallel" ? stag::Schedule::parallel : stag::Schedule::sequential;
+    const auto t_load = std::chrono::steady_clock::now();
     const std::unique_ptr<stag::Generator> made =
         hf_folder.empty() ? std::make_unique<stag::Generator>(checkpoint, go)
                           : stag::hf::generator(hf_folder, go);
     stag::Generator& gen = *made;
+    const double load_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
+    const std::pair<double, double> memory = resident_mib();  // after loading
+    const auto print_load = [&] {
+      std::printf("load_seconds: %.2f  rss_mib: %.0f  peak_rss_mib: %.0f\n", load_seconds,
+                  memory.first, memory.second);
+    };
+    if (!hf_folder.empty() && app.count("--prompt-tokens")) {
+      // Benchmark: a random prompt of --prompt-tokens ids; no tokeniser needed.
+      o.stop_at_eos = false;
+      o.add_bos = false;
+      const stag::GenerateResult r =
+          gen.generate_ids(random_prompt(prompt_tokens, gen.preset().config->vocab), o);
+      std::printf("model: %s (%s, random prompt), cache %lld positions\n",
+                  std::string(gen.preset().name).c_str(), hf_folder.c_str(),
+                  static_cast<long long>(gen.max_len()));
+      print_load();
+      print_speed(r);
+      return 0;
+    }
     if (!gen.tokenizer())
       throw stag::Error(hf_folder +
                         " has no tokeniser (tokenizer.json, or vocab.json and "
@@ -267,6 +308,7 @@ int main(int argc, char** argv) {
                 std::string(gen.preset().name).c_str(),
                 std::string(gen.tokenizer()->kind()).c_str(),
                 static_cast<long long>(gen.max_len()));
+    if (!hf_folder.empty()) print_load();
     print_speed(r);
   } catch (const stag::Error& e) {
     std::string what = e.what();

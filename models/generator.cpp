@@ -214,6 +214,15 @@ std::unique_ptr<Session> decode_session(const LmPreset& preset, const NamedArray
   so.threads = opts.threads;
   so.schedule = opts.schedule;
   so.dims = {{"batch", batch}, {"max_len", len}};
+  // The session uses the weights' storage (Array copies share it): no second copy of a model,
+  // and every session the Generator makes (another cache size or batch) shares the one. A
+  // weight of another dtype or shape is copied in below instead (converted, or refused).
+  for (const auto& [name, a] : weights) {
+    const int n = g.find(name);
+    if (n >= 0 && (g.node(n).flags & kFlagParam) && a.dtype() == g.node(n).dtype &&
+        a.dims() == concrete_dims(g.shape(n), Bindings{}))
+      so.shared_params.emplace(name, a);
+  }
   auto s = std::make_unique<Session>(g, so);
   // Every parameter must come from the weights (the caches start at zero).
   std::vector<std::string> missing;
@@ -229,7 +238,7 @@ std::unique_ptr<Session> decode_session(const LmPreset& preset, const NamedArray
     if (!s->params().count(name))
       throw Error("stag::Generator: weight '" + name + "' is not a parameter of the " +
                   std::string(preset.name) + " model");
-    s->set_param(name, a);
+    if (!so.shared_params.count(name)) s->set_param(name, a);
   }
   return s;
 }

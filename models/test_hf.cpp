@@ -369,3 +369,25 @@ TEST_CASE("a tokenizer.json template that starts with a special token puts it be
   CHECK_THAT(th::error_of([&] { hf::generator(k, {}, kTinyPresets); }),
              Catch::Contains("eos_token_id 67 is outside the vocabulary [0, 67)"));
 }
+
+TEST_CASE("the Generator's sessions use the loaded weights' storage, not a copy", "[hf]") {
+  const hf::Model m = hf::load(fixture("qwen2"), kTinyPresets);
+  Generator gen(*m.preset, m.weights, std::nullopt, {.threads = 1});  // Array copies share
+  gen.step(std::vector<std::int32_t>{1, 2, 3}, 0);
+  for (const auto& [name, a] : m.weights) {
+    INFO(name);
+    CHECK(gen.session().params().at(name).raw() == a.raw());
+  }
+  gen.reserve(500);  // a new session for a larger cache: the same storage again
+  gen.step(std::vector<std::int32_t>{4}, 3);
+  CHECK(gen.session().params().at("embed_tokens.weight").raw() ==
+        m.weights.at("embed_tokens.weight").raw());
+  // A weight in another dtype is converted into the session's own parameter, as before.
+  NamedArrays bf16 = m.weights;
+  bf16.insert_or_assign("norm.weight", m.weights.at("norm.weight").to(DType::bf16));
+  Generator conv(*m.preset, bf16, std::nullopt, {.threads = 1});
+  const Array logits = conv.step(std::vector<std::int32_t>{1, 2, 3}, 0);
+  CHECK(conv.session().params().at("norm.weight").raw() != bf16.at("norm.weight").raw());
+  CHECK(conv.session().params().at("norm.weight").dtype() == DType::f32);
+  CHECK(logits.dims() == std::vector<std::int64_t>{1, 3, 67});
+}

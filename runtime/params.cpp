@@ -164,7 +164,8 @@ int first_unsized_param(const GraphView& g,
 
 NamedArrays make_params(const GraphView& g,
                         const std::map<std::string, std::int64_t, std::less<>>& dims,
-                        std::uint64_t seed, DType float_type, const InitOverrides& overrides) {
+                        std::uint64_t seed, DType float_type, const InitOverrides& overrides,
+                        const NamedArrays* given) {
   check_init_overrides(g, overrides);
   const Bindings b = dim_bindings(g, dims);
   for (int n = 0; n < g.size(); ++n) {
@@ -177,6 +178,15 @@ NamedArrays make_params(const GraphView& g,
                       std::string(g.sym_name(s.dims[i].sym[k])) + "'; give its value in dims");
   }
   NamedArrays store;
+  if (given)
+    for (int n = 0; n < g.size(); ++n) {
+      if (!(g.node(n).flags & (kFlagParam | kFlagState))) continue;
+      const auto it = given->find(g.name(n));
+      const DType t = g.node(n).dtype == DType::f32 ? float_type : g.node(n).dtype;
+      if (it != given->end() && it->second.dtype() == t &&
+          it->second.dims() == concrete_dims(g.shape(n), b))
+        store.emplace(it->first, it->second);  // shares the storage
+    }
   init_params(g, b, store, seed, float_type, overrides);
   return store;
 }

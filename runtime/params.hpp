@@ -57,10 +57,13 @@ void init_params(const GraphView& g, const Bindings& b, NamedArrays& store, std:
 // (its node index), or -1 when make_params can create them all.
 int first_unsized_param(const GraphView& g,
                         const std::map<std::string, std::int64_t, std::less<>>& dims);
-// Binds the symbols that parameters alone determine from `dims`, then initialises them.
+// Binds the symbols that parameters alone determine from `dims`, then initialises them. A
+// tensor of `given` with a parameter's name, dtype and shape is used instead of creating that
+// parameter (its storage shared, nothing initialised: loaded weights cost no second copy);
+// other tensors of `given` are ignored here.
 NamedArrays make_params(const GraphView& g,
                         const std::map<std::string, std::int64_t, std::less<>>& dims,
                         std::uint64_t seed, DType float_type = DType::f32,
-                        const InitOverrides& overrides = {});
+                        const InitOverrides& overrides = {}, const NamedArrays* given = nullptr);
 
 }  // namespace stag

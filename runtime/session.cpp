@@ -113,7 +113,8 @@ Session::Session(const GraphView& g, SessionOptions opts) : g_(g), opts_(std::mo
   // A parameter with a symbolic dim that opts_.dims does not give: all are created at the
   // first run instead. Any other failure (a store too large to allocate) is the caller's error.
   if (first_unsized_param(g_, opts_.dims) < 0)
-    params_ = make_params(g_, opts_.dims, opts_.seed, DType::f32, opts_.init_overrides);
+    params_ = make_params(g_, opts_.dims, opts_.seed, DType::f32, opts_.init_overrides,
+                          &opts_.shared_params);  // the shared ones are not created twice
   adopt_shared_params();
 }
 

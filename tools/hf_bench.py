@@ -1,0 +1,181 @@
+#!/usr/bin/python3
+# Pretrained-model benchmark (docs/pretrained.md): a Qwen2.5-0.5B-shaped Hugging Face folder with
+# random BF16 weights (its config.json is Qwen2.5-0.5B's, so stag's preset qwen2.5-0.5b runs it),
+# loaded and run by `stag-generate --hf`, next to the PyTorch reference of tools/make_hf_fixtures.py
+# with a key/value cache, in float32 and bfloat16, on the same weights, prompt length and number
+# of new tokens. Prints load time, resident memory, prefill and decode tokens per second.
+# Weights cannot be downloaded here; random ones cost the same to load and run.
+#
+# Usage: /usr/bin/python3 tools/hf_bench.py [--threads 2] [--prompt 128] [--new 32]
+#            [--stag build/apps/stag-generate] [--folder /tmp/stag_qwen25_05b_random]
+# Needs Debian's PyTorch (python3-torch, libopenblas0-openmp) and about 6 GB of memory.
+import argparse
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import make_hf_fixtures as fx  # noqa: E402  (the safetensors writer and the reference's pieces)
+
+import torch  # noqa: E402
+
+QWEN25_05B = {
+    "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+    "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": 896, "initializer_range": 0.02,
+    "intermediate_size": 4864, "max_position_embeddings": 32768, "max_window_layers": 24,
+    "model_type": "qwen2", "num_attention_heads": 14, "num_hidden_layers": 24,
+    "num_key_value_heads": 2, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 32768,
+    "tie_word_embeddings": True, "torch_dtype": "bfloat16", "transformers_version": "4.40.1",
+    "use_cache": True, "use_sliding_window": False, "vocab_size": 151936,
+}
+
+
+def make_folder(folder):
+    """Random BF16 weights under Qwen2.5-0.5B's names and shapes, in one model.safetensors."""
+    cfg = QWEN25_05B
+    if (folder / "model.safetensors").exists() and json.loads((folder / "config.json").read_text()) == cfg:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(0)
+    d, f, v = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+    kv = cfg["num_key_value_heads"] * (d // cfg["num_attention_heads"])
+    rand = lambda *shape, std: (torch.randn(*shape) * std).to(torch.bfloat16)
+    w = {"model.embed_tokens.weight": rand(v, d, std=0.02), "model.norm.weight": torch.ones(d, dtype=torch.bfloat16)}
+    for layer in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{layer}."
+        w[p + "input_layernorm.weight"] = torch.ones(d, dtype=torch.bfloat16)
+        w[p + "post_attention_layernorm.weight"] = torch.ones(d, dtype=torch.bfloat16)
+        for name, out in (("q_proj", d), ("k_proj", kv), ("v_proj", kv)):
+            w[p + f"self_attn.{name}.weight"] = rand(out, d, std=0.02)
+            w[p + f"self_attn.{name}.bias"] = rand(out, std=0.02)
+        w[p + "self_attn.o_proj.weight"] = rand(d, d, std=0.02)
+        w[p + "mlp.gate_proj.weight"] = rand(f, d, std=0.02)
+        w[p + "mlp.up_proj.weight"] = rand(f, d, std=0.02)
+        w[p + "mlp.down_proj.weight"] = rand(d, f, std=0.02)
+    (folder / "model.safetensors").write_bytes(fx.safetensors_bytes(w, {"format": "pt"}))
+    (folder / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+
+
+def run_stag(binary, folder, threads, prompt, new):
+    cmd = [str(binary), "--hf", str(folder), "--prompt-tokens", str(prompt), "--max-new-tokens", str(new),
+           "--temperature", "0", "--threads", str(threads)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True,
+                         env=dict(os.environ, OMP_WAIT_POLICY="passive")).stdout
+    fields = {}
+    for line in out.splitlines():
+        parts = line.replace(":", " ").split()
+        for k, val in zip(parts[::2], parts[1::2]):
+            try:
+                fields[k] = float(val)
+            except ValueError:
+                pass
+    return out, fields
+
+
+# ---- the PyTorch reference with a key/value cache (modeling_qwen2.py's computation) -------------
+
+
+def cached_forward(cfg, w, ids, cache, pos):
+    """Logits of the last position for ids [1, T] at positions pos..pos+T-1; cache holds each
+    layer's keys and values [1, KVH, pos, Dh] and is extended."""
+    h_n, kv_n, d = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["hidden_size"]
+    dh, eps = d // h_n, cfg["rms_norm_eps"]
+    t = ids.shape[1]
+    x = w["model.embed_tokens.weight"][ids]
+    cos, sin = fx.rope_cos_sin(torch.arange(pos, pos + t), dh, cfg["rope_theta"])
+    cos, sin = cos.to(x.dtype), sin.to(x.dtype)
+    total = pos + t
+    mask = torch.ones(t, total, dtype=torch.bool).tril(diagonal=pos)
+    norm = lambda v, g: (fx.rms_norm(v.float(), g.float(), eps)).to(v.dtype)  # in f32, as HF
+    for layer in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{layer}."
+        a = norm(x, w[p + "input_layernorm.weight"])
+        proj = lambda n: fx.linear(a, w[p + f"self_attn.{n}.weight"], w.get(p + f"self_attn.{n}.bias"))
+        q = proj("q_proj").view(1, t, h_n, dh).transpose(1, 2)
+        k = proj("k_proj").view(1, t, kv_n, dh).transpose(1, 2)
+        v = proj("v_proj").view(1, t, kv_n, dh).transpose(1, 2)
+        q = q * cos + fx.rotate_half(q) * sin
+        k = k * cos + fx.rotate_half(k) * sin
+        if layer in cache:
+            k = torch.cat((cache[layer][0], k), dim=2)
+            v = torch.cat((cache[layer][1], v), dim=2)
+        cache[layer] = (k, v)
+        k, v = fx.repeat_kv(k, h_n // kv_n), fx.repeat_kv(v, h_n // kv_n)
+        scores = (q @ k.transpose(2, 3)) / math.sqrt(dh)
+        scores = scores.masked_fill(~mask, float("-inf"))
+        o = torch.softmax(scores.float(), dim=-1).to(q.dtype) @ v
+        x = x + fx.linear(o.transpose(1, 2).reshape(1, t, d), w[p + "self_attn.o_proj.weight"])
+        m = norm(x, w[p + "post_attention_layernorm.weight"])
+        g = torch.nn.functional.silu(fx.linear(m, w[p + "mlp.gate_proj.weight"]))
+        x = x + fx.linear(g * fx.linear(m, w[p + "mlp.up_proj.weight"]), w[p + "mlp.down_proj.weight"])
+    x = norm(x[:, -1:], w["model.norm.weight"])
+    head = w["model.embed_tokens.weight"] if cfg["tie_word_embeddings"] else w["lm_head.weight"]
+    return x @ head.T
+
+
+def run_torch(folder, dtype, prompt, new):
+    cfg = json.loads((folder / "config.json").read_text())
+    t0 = time.perf_counter()
+    w = {k: t.to(dtype) for k, t in fx.read_safetensors(folder / "model.safetensors").items()}
+    load = time.perf_counter() - t0
+    gen = torch.Generator().manual_seed(7)
+    ids = torch.randint(0, cfg["vocab_size"], (1, prompt), generator=gen)
+    with torch.no_grad():
+        cache = {}
+        t0 = time.perf_counter()
+        nxt = cached_forward(cfg, w, ids, cache, 0)[0, -1].argmax().view(1, 1)
+        prefill = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for i in range(new - 1):
+            nxt = cached_forward(cfg, w, nxt, cache, prompt + i)[0, -1].argmax().view(1, 1)
+        decode = time.perf_counter() - t0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"load_seconds": load, "prefill_tokens_per_s": prompt / prefill,
+            "tokens_per_s": (new - 1) / decode, "peak_rss_mib": rss}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--prompt", type=int, default=128)
+    ap.add_argument("--new", type=int, default=32)
+    ap.add_argument("--stag", default=str(ROOT / "build" / "apps" / "stag-generate"))
+    ap.add_argument("--folder", default="/tmp/stag_qwen25_05b_random")
+    ap.add_argument("--torch-only", choices=["f32", "bf16"], help=argparse.SUPPRESS)  # one child run
+    a = ap.parse_args()
+    folder = Path(a.folder)
+    if a.torch_only:
+        torch.set_num_threads(a.threads)
+        dtype = torch.float32 if a.torch_only == "f32" else torch.bfloat16
+        print(json.dumps(run_torch(folder, dtype, a.prompt, a.new)))
+        return
+    t0 = time.perf_counter()
+    make_folder(folder)
+    size = (folder / "model.safetensors").stat().st_size
+    print(f"folder: {folder} ({size / 2**20:.0f} MiB of BF16 weights; ready in {time.perf_counter() - t0:.1f} s)")
+    print(f"prompt {a.prompt} random tokens, {a.new} new tokens (greedy), {a.threads} threads")
+    rows = []
+    out, f = run_stag(a.stag, folder, a.threads, a.prompt, a.new)
+    rows.append(("stag f32 (`stag-generate --hf`)", f))
+    # Each PyTorch run in its own process, so that its peak memory is its own.
+    env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), OPENBLAS_NUM_THREADS=str(a.threads))
+    for name in ("f32", "bf16"):
+        child = subprocess.run([sys.executable, __file__, "--torch-only", name, "--folder", str(folder),
+                                "--threads", str(a.threads), "--prompt", str(a.prompt), "--new", str(a.new)],
+                               check=True, capture_output=True, text=True, env=env).stdout
+        rows.append((f"PyTorch {torch.__version__} {name} (reference, KV cache)", json.loads(child.splitlines()[-1])))
+    print("| run | load s | peak RSS MiB | prefill tok/s | decode tok/s |")
+    print("|---|---:|---:|---:|---:|")
+    for name, f in rows:
+        print(f"| {name} | {f.get('load_seconds', 0):.2f} | {f.get('peak_rss_mib', 0):.0f} | "
+              f"{f.get('prefill_tokens_per_s', 0):.1f} | {f.get('tokens_per_s', 0):.1f} |")
+
+
+if __name__ == "__main__":
+    main()
