@@ -332,19 +332,12 @@ std::string to_hf_name(std::string_view n) {
 
 // ---- weights ----------------------------------------------------------------------------------
 
-NamedArrays load_weights(const fs::path& folder, const LmPreset& preset, const LoadOptions& o) {
-  // The parameters the preset's graph has, zero-filled, to be overwritten.
-  NamedArrays weights;
-  const GraphView& g = preset.decode;
-  Bindings b;
-  for (const SymEntry& s : g.syms) b.set(s.id, 1);  // parameters have static dims only
-  for (int n = 0; n < g.size(); ++n)
-    if (g.node(n).flags & kFlagParam)
-      weights.emplace(g.name(n), Array(DType::f32, concrete_dims(g.shape(n), b)));
-
-  // The files, and which file each tensor is in when an index says so.
+namespace {
+// The safetensors files of a model folder (the shards an index names, or model.safetensors), and
+// which file each tensor is in when an index says so.
+std::vector<fs::path> weight_files(const fs::path& folder,
+                                   std::map<std::string, std::string, std::less<>>& index) {
   std::vector<fs::path> files;
-  std::map<std::string, std::string, std::less<>> index;
   const fs::path index_path = folder / "model.safetensors.index.json";
   if (fs::exists(index_path)) {
     json j;
@@ -376,6 +369,24 @@ NamedArrays load_weights(const fs::path& folder, const LmPreset& preset, const L
                        "True))"
                      : ""));
   }
+
+  return files;
+}
+}  // namespace
+
+NamedArrays load_weights(const fs::path& folder, const LmPreset& preset, const LoadOptions& o) {
+  // The parameters the preset's graph has, zero-filled, to be overwritten.
+  NamedArrays weights;
+  const GraphView& g = preset.decode;
+  Bindings b;
+  for (const SymEntry& s : g.syms) b.set(s.id, 1);  // parameters have static dims only
+  for (int n = 0; n < g.size(); ++n)
+    if (g.node(n).flags & kFlagParam)
+      weights.emplace(g.name(n), Array(DType::f32, concrete_dims(g.shape(n), b)));
+
+  std::map<std::string, std::string, std::less<>> index;
+  const std::vector<fs::path> files = weight_files(folder, index);
+  const fs::path index_path = folder / "model.safetensors.index.json";
 
   std::vector<std::string> problems;
   std::set<std::string, std::less<>> loaded;
@@ -443,8 +454,8 @@ Model load(const fs::path& folder, std::span<const LmPreset> presets, const Load
   m.config = read_config(folder);
   m.preset = &preset_for(m.config, presets);
   m.weights = load_weights(folder, *m.preset, o);
-  const fs::path index = folder / "model.safetensors.index.json";
-  m.files = {fs::exists(index) ? index : folder / "model.safetensors"};
+  std::map<std::string, std::string, std::less<>> index;
+  m.files = weight_files(folder, index);
   return m;
 }
 

@@ -214,6 +214,11 @@ TEST_CASE("every tensor name is mapped and every problem with the weights is rep
 }
 
 TEST_CASE("a sharded set is checked against its index", "[hf]") {
+  CHECK(hf::load(fixture("qwen2"), kTinyPresets).files ==
+        std::vector<fs::path>{fixture("qwen2") / "model-00001-of-00002.safetensors",
+                              fixture("qwen2") / "model-00002-of-00002.safetensors"});
+  CHECK(hf::load(fixture("llama"), kTinyPresets).files ==
+        std::vector<fs::path>{fixture("llama") / "model.safetensors"});
   th::TempDir tmp("hf_index");
   const fs::path f = copy_fixture(tmp, "qwen2");
   const fs::path index = f / "model.safetensors.index.json";
