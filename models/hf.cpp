@@ -17,6 +17,7 @@
 
 #include <stag/models/data/text.hpp>
 #include <stag/models/hf.hpp>
+#include <stag/ops/cpu_kernel.hpp>
 #include <stag/runtime/array.hpp>
 #include <stag/runtime/train/checkpoint.hpp>
 #include <stag/runtime/train/safetensors.hpp>
@@ -171,11 +172,17 @@ void convert(const SafetensorsEntry& e, const std::byte* src, float* dst, std::s
       std::memcpy(dst, src, 4 * n);
       return;
     case DType::bf16:
-      for (std::size_t i = 0; i < n; ++i) {
-        std::uint16_t h;
-        std::memcpy(&h, src + 2 * i, 2);
-        const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
-        std::memcpy(dst + i, &bits, 4);
+      // The CPU cast's vectorised widening; a tensor that another writer put at an odd byte
+      // offset is copied to alignment first, in pieces.
+      if (reinterpret_cast<std::uintptr_t>(src) % alignof(std::uint16_t) == 0) {
+        widen_bf16(reinterpret_cast<const std::uint16_t*>(src), dst, static_cast<std::int64_t>(n));
+      } else {
+        std::vector<std::uint16_t> piece(std::min<std::size_t>(n, 1 << 16));
+        for (std::size_t i = 0; i < n; i += piece.size()) {
+          const std::size_t k = std::min(piece.size(), n - i);
+          std::memcpy(piece.data(), src + 2 * i, 2 * k);
+          widen_bf16(piece.data(), dst + i, static_cast<std::int64_t>(k));
+        }
       }
       return;
     case DType::f64:
@@ -189,12 +196,6 @@ void convert(const SafetensorsEntry& e, const std::byte* src, float* dst, std::s
       fail(file, "tensor '" + e.name + "' is " + std::string(safetensors_dtype_name(e.dtype)) +
                      "; weights must be F32, F16, BF16 or F64");
   }
-}
-
-std::string dims_text(const std::vector<std::int64_t>& d) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
-  return s + "]";
 }
 
 // Writes `text` to `path` atomically (a temporary beside it, renamed over it).
@@ -300,6 +301,23 @@ const LmPreset& preset_for(const HfConfig& c, std::span<const LmPreset> presets)
 
 // ---- names ------------------------------------------------------------------------------------
 
+namespace {
+// The Hugging Face names of stag's layer parts that are not spelled alike: {hf, stag}.
+constexpr std::pair<std::string_view, std::string_view> kLayerRenames[] = {
+    {".input_layernorm.", ".input_norm."},
+    {".post_attention_layernorm.", ".post_attention_norm."},
+};
+// `s` with each layer rename applied, from its first member to its second (`to_stag`) or back.
+std::string renamed(std::string s, bool to_stag) {
+  for (const auto& [hf, stag] : kLayerRenames) {
+    const std::string_view from = to_stag ? hf : stag, to = to_stag ? stag : hf;
+    if (const std::size_t at = s.find(from); at != std::string::npos)
+      s.replace(at, from.size(), to);
+  }
+  return s;
+}
+}  // namespace
+
 std::optional<std::string> to_stag_name(std::string_view n) {
   if (n == "lm_head.weight") return std::string(n);
   constexpr std::string_view kModel = "model.";
@@ -307,27 +325,12 @@ std::optional<std::string> to_stag_name(std::string_view n) {
   std::string s(n.substr(kModel.size()));
   if (s == "embed_tokens.weight" || s == "norm.weight") return s;
   if (!s.starts_with("layers.")) return std::nullopt;
-  const std::pair<std::string_view, std::string_view> kRenames[] = {
-      {".input_layernorm.", ".input_norm."},
-      {".post_attention_layernorm.", ".post_attention_norm."},
-  };
-  for (const auto& [from, to] : kRenames)
-    if (const std::size_t at = s.find(from); at != std::string::npos)
-      s.replace(at, from.size(), to);
-  return s;
+  return renamed(std::move(s), /*to_stag=*/true);
 }
 
 std::string to_hf_name(std::string_view n) {
   if (n == "lm_head.weight") return std::string(n);
-  std::string s(n);
-  const std::pair<std::string_view, std::string_view> kRenames[] = {
-      {".input_norm.", ".input_layernorm."},
-      {".post_attention_norm.", ".post_attention_layernorm."},
-  };
-  for (const auto& [from, to] : kRenames)
-    if (const std::size_t at = s.find(from); at != std::string::npos)
-      s.replace(at, from.size(), to);
-  return "model." + s;
+  return "model." + renamed(std::string(n), /*to_stag=*/false);
 }
 
 // ---- weights ----------------------------------------------------------------------------------
@@ -421,8 +424,9 @@ NamedArrays load_weights(const fs::path& folder, const LmPreset& preset, const L
         continue;
       }
       if (e.dims != w->second.dims()) {
-        problems.push_back("'" + e.name + "' is " + dims_text(e.dims) + " in the file, " +
-                           dims_text(w->second.dims()) + " in preset " + std::string(preset.name));
+        problems.push_back("'" + e.name + "' is " + dims_string(e.dims) + " in the file, " +
+                           dims_string(w->second.dims()) + " in preset " +
+                           std::string(preset.name));
         continue;
       }
       convert(e, map.data() + h.data_start + e.begin, w->second.data<float>(),
