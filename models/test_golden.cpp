@@ -10,6 +10,7 @@
 
 #include "golden_file.hpp"
 #include "harness.hpp"
+#include "source_dir.hpp"
 
 namespace {
 using namespace stag;
@@ -75,7 +76,7 @@ NamedArrays to_f32(const NamedArrays& xs) {
 }
 
 void check_golden(const GraphView& train, const std::string& file) {
-  const th::GoldenFile f = th::read_golden(std::string(STAG_SOURCE_DIR) + "/tests/golden/" + file);
+  const th::GoldenFile f = th::read_golden(std::string(th::source_dir()) + "/tests/golden/" + file);
   INFO("golden file " << f.path);
   const NamedArrays inputs = f.with_prefix("input/"), params = f.with_prefix("param/");
 

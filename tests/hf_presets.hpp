@@ -9,6 +9,8 @@
 #include <stag/models/generate.hpp>
 #include <stag/models/lm_presets.hpp>
 
+#include "source_dir.hpp"
+
 namespace th {
 
 // LlamaForCausalLM: tied, BF16, one file, a byte-level tokenizer.json.
@@ -40,7 +42,7 @@ inline const stag::LmPreset kTinyPresets[] = {
 };
 
 inline std::filesystem::path hf_fixture(const std::string& name) {
-  return std::filesystem::path(STAG_SOURCE_DIR) / "tests" / "hf" / name;
+  return std::filesystem::path(th::source_dir()) / "tests" / "hf" / name;
 }
 
 }  // namespace th

@@ -16,8 +16,10 @@ STAG_DEBS=(cmake g++ make pkg-config libdnnl-dev ocl-icd-opencl-dev libtbb-dev l
            libgraphviz-dev libexpat1-dev libpcre2-dev libcli11-dev nlohmann-json3-dev libopenmpi-dev openmpi-bin
            iproute2)
 # The tests only (test.sh installs them, run.sh does not): clang runs the compile-fail suite a
-# second time, since its expected messages differ from g++'s (tests/CMakeLists.txt).
-STAG_TEST_DEBS=(clang)
+# second time, since its expected messages differ from g++'s (tests/CMakeLists.txt); ccache, the
+# compiler cache, makes a rebuild of what was built before (another checkout, a re-laid work
+# tree) take minutes (CMakeLists.txt uses it whenever it is installed).
+STAG_TEST_DEBS=(clang ccache)
 # Optional, not installed by run.sh or test.sh (test.sh installs clang only): clang's libFuzzer
 # for tools/fuzz.sh (-DSTAG_FUZZ=ON), which installs them when they are missing.
 STAG_FUZZ_DEBS=(clang libclang-rt-14-dev)
@@ -55,12 +57,14 @@ stag_install_debs() {
   fi
 }
 
-# stag_configure_build DIR [TARGET...]: configures (Release) and builds the targets (or all).
+# stag_configure_build DIR [TARGET...]: configures (Release) and builds the targets (or all);
+# sets STAG_CONFIGURE_SECONDS and STAG_BUILD_SECONDS.
 stag_configure_build() {
   local dir=$1
   shift
-  local log
+  local log start
   log=$(mktemp)
+  start=$(date +%s)
   if ! cmake -S "$STAG_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release >"$log" 2>&1; then
     cat "$log" >&2
     rm -f "$log"
@@ -68,14 +72,43 @@ stag_configure_build() {
     return 1
   fi
   # One line: which optional parts (CUDA, PyTorch) were found or skipped.
-  grep -o 'stag optional parts: .*' "$log" || true
+  grep -oE 'stag (optional parts|compiler cache): .*' "$log" || true
   rm -f "$log"
-  local start
+  STAG_CONFIGURE_SECONDS=$(($(date +%s) - start))
   start=$(date +%s)
   if [ $# -gt 0 ]; then
     cmake --build "$dir" -j"$(nproc)" --target "$@"
   else
     cmake --build "$dir" -j"$(nproc)"
   fi
-  echo "stag: build done in $(($(date +%s) - start)) s"
+  STAG_BUILD_SECONDS=$(($(date +%s) - start))
+  echo "stag: build done in $STAG_BUILD_SECONDS s"
+}
+
+# stag_ccache_counts: "hits misses" of the compiler cache so far (nothing without ccache).
+stag_ccache_counts() {
+  command -v ccache >/dev/null || return 0
+  ccache --print-stats 2>/dev/null | awk '
+    $1 == "direct_cache_hit" || $1 == "preprocessed_cache_hit" { h += $2 }
+    $1 == "cache_miss" { m += $2 }
+    END { print h + 0, m + 0 }'
+}
+
+# stag_ccache_report BEFORE AFTER: one line, the hits and misses of the build between the two
+# stag_ccache_counts.
+stag_ccache_report() {
+  if [ -z "$1" ] || [ -z "$2" ]; then
+    echo "stag: compiler cache: none (apt-get install ccache)"
+    return 0
+  fi
+  local h0 m0 h1 m1 h m
+  read -r h0 m0 <<<"$1"
+  read -r h1 m1 <<<"$2"
+  h=$((h1 - h0))
+  m=$((m1 - m0))
+  if [ $((h + m)) -eq 0 ]; then
+    echo "stag: compiler cache: nothing compiled (the build was up to date)"
+  else
+    echo "stag: compiler cache: $h hits, $m misses ($((100 * h / (h + m))) % hit rate) in $(ccache -k cache_dir 2>/dev/null || echo "ccache's folder")"
+  fi
 }

@@ -5,9 +5,11 @@
 # ./run.sh inside it as root. Logs are copied out; test.sh's count and the run's accuracy lines are
 # printed; whatever was mounted is unmounted, also on failure or Ctrl-C.
 #
-# Usage: tools/fresh-machine.sh [--test] [--run] [--run-args "ARGS"]... [--bench "ARGS"]
-#                               [--logs DIR] [--keep] [--cache DIR] [--refresh] [--lang L]
+# Usage: tools/fresh-machine.sh [--test] [--clang-quick] [--run] [--run-args "ARGS"]...
+#                               [--bench "ARGS"] [--logs DIR] [--keep] [--cache DIR] [--refresh]
+#                               [--lang L] [--ccache DIR | --no-ccache]
 #   --test          run ./test.sh (the default when nothing else is asked for)
+#   --clang-quick   then build with clang 14 (and libomp) and run ./test.sh --quick with it
 #   --run           run ./run.sh (the classifier)
 #   --run-args A    run ./run.sh A (e.g. "lm --max-steps 50"); may be repeated, each runs in turn
 #   --bench A       run ./bench.sh A (e.g. "--steps 2"); the commands run in the order test, run,
@@ -18,12 +20,19 @@
 #                   /var/cache/stag-fresh)
 #   --refresh       make the cached root anew
 #   --lang L        run the commands with LANG=L (default: no LANG, the POSIX locale)
+#   --ccache DIR    the compiler cache the root's builds use, bind-mounted (default: the host's
+#                   own, `ccache -k cache_dir`, when the host has ccache); --no-ccache: none, a
+#                   cold build. The cache holds compiler outputs only: a package the root lacks
+#                   still fails its build (CMakeLists.txt, "compiler cache").
+# It prints each phase's seconds (root, packages, data, configure, build, ctest, run.sh) at the end.
 # Needs root and a reachable Debian mirror (and npm's registry for the data sets). It never falls
 # back to the host: if the root cannot be made, it fails and says why.
 set -euo pipefail
 
 STAG_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 do_test=0
+clang_quick=0
+ccache_dir=${STAG_CCACHE_DIR:-}
 runs=()
 bench=
 do_bench=0
@@ -35,6 +44,9 @@ lang=
 while [ $# -gt 0 ]; do
   case $1 in
     --test) do_test=1 ;;
+    --clang-quick) clang_quick=1 ;;
+    --ccache) ccache_dir=${2:?--ccache needs a folder}; shift ;;
+    --no-ccache) ccache_dir=none ;;
     --run) runs+=("") ;;
     --run-args) runs+=("${2:?--run-args needs a value}"); shift ;;
     --bench) do_bench=1; bench=${2:?--bench needs a value (\"\" for the defaults)}; shift ;;
@@ -43,12 +55,17 @@ while [ $# -gt 0 ]; do
     --cache) cache=${2:?--cache needs a folder}; shift ;;
     --refresh) refresh=1 ;;
     --lang) lang=${2:?--lang needs a locale name}; shift ;;
-    -h | --help) sed -n '2,22p' "$0" | cut -c3-; exit 0 ;;
+    -h | --help) sed -n '2,28p' "$0" | cut -c3-; exit 0 ;;
     *) echo "fresh-machine: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift
 done
-[ $do_test = 0 ] && [ ${#runs[@]} = 0 ] && [ $do_bench = 0 ] && do_test=1
+[ $do_test = 0 ] && [ $clang_quick = 0 ] && [ ${#runs[@]} = 0 ] && [ $do_bench = 0 ] && do_test=1
+if [ -z "$ccache_dir" ] && command -v ccache >/dev/null; then
+  ccache_dir=$(ccache -k cache_dir)
+fi
+[ "$ccache_dir" = none ] && ccache_dir=
+phase_start=$(date +%s)
 
 say() { echo "fresh-machine: $*"; }
 die() { echo "fresh-machine: $*" >&2; exit 1; }
@@ -134,18 +151,26 @@ done
 # /dev/shm is a tmpfs of the root's own (OpenMP and TBB may use it).
 mkdir -p "$root/dev/shm"
 mount -t tmpfs shm "$root/dev/shm" && mounted+=("$root/dev/shm")
+# The compiler cache, shared with the host: a commit built there before builds in minutes here.
+root_ccache=
+if [ -n "$ccache_dir" ]; then
+  mkdir -p "$ccache_dir" "$root/var/cache/stag-ccache"
+  mount --bind "$ccache_dir" "$root/var/cache/stag-ccache" && mounted+=("$root/var/cache/stag-ccache")
+  root_ccache=CCACHE_DIR=/var/cache/stag-ccache
+fi
 
 # The environment of a new user's root shell: no LANG (the POSIX locale, as in many containers,
 # CI systems and ssh sessions; --lang sets one) and nothing of this host's, STAG_NO_DATA included:
 # a new machine installs the data sets, so a host setting cannot turn their tests into skips.
 in_root() {
   chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    ${lang:+LANG=$lang} TERM=dumb ${CI:+CI=$CI} /bin/bash -c "$1"
+    ${lang:+LANG=$lang} TERM=dumb ${CI:+CI=$CI} $root_ccache /bin/bash -c "$1"
 }
 in_root "update-ca-certificates >/dev/null 2>&1" || die "update-ca-certificates failed in the root"
 git clone -q --no-hardlinks "$STAG_ROOT" "$root/root/stag"
 git -C "$root/root/stag" checkout -q --detach "$commit"
-say "root $root, commit ${commit:0:12}, $(nproc) cores, ${lang:+LANG=$lang}${lang:-no LANG (POSIX locale)}"
+say "root $root, commit ${commit:0:12}, $(nproc) cores, ${lang:+LANG=$lang}${lang:-no LANG (POSIX locale)}, compiler cache: ${ccache_dir:-none}"
+phases=("root $(($(date +%s) - phase_start))")
 
 status=0
 summary=()
@@ -167,12 +192,27 @@ if [ $do_test = 1 ]; then
   summary+=("./test.sh: exit $rc in ${t} s")
   [ -n "$stag_line" ] && summary+=("$stag_line")
   summary+=("ctest: ${line:-no summary line (see $logs/test.log)}")
+  # test.sh's own phases: "test.sh: seconds: packages N, data N, configure N, build N, ctest N".
+  test_phases=$(sed -nE 's/^test\.sh: seconds: (.*)$/\1/p' "$logs/test.log" | tail -n 1)
+  IFS=, read -ra parts <<<"$test_phases"
+  for p in "${parts[@]}"; do phases+=("${p# }"); done
+  line=$(grep -E '^stag: compiler cache: ' "$logs/test.log" | tail -n 1 || true)
+  [ -n "$line" ] && summary+=("$line")
+fi
+if [ $clang_quick = 1 ]; then
+  # clang 14 stays a supported compiler: its own build (libomp for OpenMP) and the quick label.
+  timed_in_root "cd /root/stag && CC=clang CXX=clang++ STAG_BUILD_DIR=/root/stag/build-clang ./test.sh --quick" \
+    "$logs/clang-quick.log"
+  stag_line=$(grep -E '^test\.sh: [0-9]' "$logs/clang-quick.log" | tail -n 1 || true)
+  summary+=("clang 14, ./test.sh --quick: exit $rc in ${t} s${stag_line:+: ${stag_line#test.sh: }}")
+  phases+=("clang-quick $t")
 fi
 for k in "${!runs[@]}"; do
   args=${runs[k]}
   log=$logs/run$([ "$k" = 0 ] || echo "-$k").log
   timed_in_root "cd /root/stag && ./run.sh $args" "$log"
   summary+=("./run.sh${args:+ $args}: exit $rc in ${t} s (log: $log)")
+  phases+=("run.sh${args:+ $args} $t")
   while IFS= read -r l; do summary+=("  $l"); done < <(grep -E '^[a-z_]*(accuracy|per|wer|bpc|loss|chrf|cer):' "$log" | tail -n 12 || true)
 done
 if [ $do_bench = 1 ]; then
@@ -182,6 +222,7 @@ if [ $do_bench = 1 ]; then
 fi
 say "logs in $logs"
 for l in "${summary[@]}"; do say "$l"; done
+say "phases (seconds): $(IFS=,; echo "${phases[*]}" | sed 's/,/, /g'); all $(($(date +%s) - phase_start))"
 # test.sh's own count last (ctest's "100% tests passed" counts skips as passes).
 if [ $do_test = 1 ]; then
   grep -E '^test\.sh: ' "$logs/test.log" | tail -n 1 || echo "test.sh printed no summary line (see $logs/test.log)"

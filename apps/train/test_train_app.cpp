@@ -270,10 +270,12 @@ TEST_CASE("a checkpoint's tokenizer with wrongly typed fields is a stag::Error",
       {R"({"kind": "word", "tokenizer": {"words": [1, 2]}})", "no \"words\" list of strings"},
       {R"({"kind": "char", "tokenizer": {"type": "char", "version": "1"}})",
        R"("version" is "1")"}};
-  for (const auto& [json, want] : cases) {
+  // No structured binding: clang 14 cannot capture one in a lambda.
+  for (const auto& c : cases) {
+    const char* json = c.first;
     INFO(json);
     CHECK_THAT(stag_error_of([&] { TextTokenizer::from_json(nlohmann::json::parse(json)); }),
-               Catch::Contains(want));
+               Catch::Contains(c.second));
   }
 }
 

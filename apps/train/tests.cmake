@@ -12,8 +12,9 @@ target_link_libraries(stag_train_tests PRIVATE stag_train_app stag_catch_main)
 target_include_directories(stag_train_tests PRIVATE ${PROJECT_SOURCE_DIR}/tests)
 target_compile_options(stag_train_tests PRIVATE -Wall -Wextra
   $<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>)  # g++ 12 false positive, see docs/examples/CMakeLists.txt
-catch_discover_tests(stag_train_tests PROPERTIES ENVIRONMENT "OMP_WAIT_POLICY=passive" LABELS unit
-  SKIP_RETURN_CODE 77)
+add_dependencies(stag_quick stag_train_tests)
+catch_discover_tests(stag_train_tests TEST_LIST stag_train_unit_TESTS
+  PROPERTIES ENVIRONMENT "OMP_WAIT_POLICY=passive" LABELS unit SKIP_RETURN_CODE 77)
 
 # Smoke tests of the program on real data (seconds each); skipped (exit code 77) when the data
 # sets are not installed (tools/data.sh).

@@ -15,6 +15,8 @@
 #include <stag/models/data/pairs.hpp>
 #include <stag/ops/kernel.hpp>
 
+#include "source_dir.hpp"
+
 using namespace stag::data;
 namespace fs = std::filesystem;
 
@@ -194,7 +196,7 @@ TEST_CASE("load_gettext_pairs reads what msgfmt writes", "[data][pairs]") {
   for (const char* name : {"demo.mo", "demo-big.mo"}) {
     INFO(name);
     const GettextPairs g =
-        load_gettext_pairs(fs::path(STAG_SOURCE_DIR) / "tests/fuzz/corpus/gettext" / name);
+        load_gettext_pairs(fs::path(th::source_dir()) / "tests/fuzz/corpus/gettext" / name);
     CHECK(g.src == std::vector<std::string>{"%s: file not found", "Open", "one file"});
     CHECK(g.tgt == std::vector<std::string>{"%s: Datei nicht gefunden", "Öffnen", "eine Datei"});
   }

@@ -1,0 +1,7 @@
+#include "source_dir.hpp"
+
+namespace th {
+const char* source_dir() {
+  return STAG_SOURCE_DIR;
+}
+}  // namespace th
