@@ -16,10 +16,16 @@ fi
 mkdir -p "$build/objects" "$build/include"
 ln -sfn "$root" "$build/include/stag"
 arch=${STAG_CUDA_ARCH:-90}
+# Through the compiler cache where the host has one (as the CMake build below does): a commit
+# whose kernels were compiled before takes seconds here.
+launcher=()
+if command -v ccache >/dev/null; then
+  launcher=(env CCACHE_BASEDIR="$root" CCACHE_COMPILERCHECK=content ccache)
+fi
 t0=$SECONDS
 for cu in "$root"/ops/*/cuda.cu; do
   op=$(basename "$(dirname "$cu")")
-  "$nvcc" -std=c++20 --expt-relaxed-constexpr -O3 -arch="sm_$arch" -I"$build/include" \
+  "${launcher[@]}" "$nvcc" -std=c++20 --expt-relaxed-constexpr -O3 -arch="sm_$arch" -I"$build/include" \
     -c "$cu" -o "$build/objects/$op.o"
 done
 echo "cuda_check: $(ls "$build"/objects/*.o | wc -l) kernel files compiled for sm_$arch in $((SECONDS - t0)) s"
