@@ -60,7 +60,8 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 t0=$(date +%s)
 set +e
-ctest --output-on-failure -j"$(nproc)" "${ctest_args[@]}" 2>&1 | tee "$log"
+jobs=$(stag_cores)
+ctest --output-on-failure -j"$jobs" "${ctest_args[@]}" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 set -e
 t_ctest=$(($(date +%s) - t0))
@@ -77,7 +78,7 @@ echo "test.sh: the 15 slowest tests (seconds):"
 sed -nE 's/^.*Test +#[0-9]+: (.*[^ .]) \.+ .* ([0-9]+\.[0-9]+) sec$/\2\t\1/p' "$log" |
   sort -rn | head -n 15 | sed 's/^/  /'
 stag_ccache_report "$cache_before" "$cache_after"
-echo "test.sh: seconds: packages $t_packages, data $t_data, configure $STAG_CONFIGURE_SECONDS, build $STAG_BUILD_SECONDS, ctest $t_ctest"
+echo "test.sh: seconds: packages $t_packages, data $t_data, configure $STAG_CONFIGURE_SECONDS, build $STAG_BUILD_SECONDS, ctest $t_ctest (-j$jobs)"
 total=$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$summary")
 failed=$(sed -E 's/.*, ([0-9]+) tests? failed.*/\1/' <<<"$summary")
 skipped=$(grep -cE '^[[:space:]]*[0-9]+ - .*\(Skipped\)' "$log" || true)

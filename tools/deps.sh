@@ -57,6 +57,12 @@ stag_install_debs() {
   fi
 }
 
+# stag_cores: the cores this process may use. Not plain `nproc`, which answers OMP_NUM_THREADS when
+# it is set (test.sh sets it to 1 for each test process, and then ran ctest with -j1).
+stag_cores() {
+  env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc
+}
+
 # stag_configure_build DIR [TARGET...]: configures (Release) and builds the targets (or all);
 # sets STAG_CONFIGURE_SECONDS and STAG_BUILD_SECONDS.
 stag_configure_build() {
@@ -77,9 +83,9 @@ stag_configure_build() {
   STAG_CONFIGURE_SECONDS=$(($(date +%s) - start))
   start=$(date +%s)
   if [ $# -gt 0 ]; then
-    cmake --build "$dir" -j"$(nproc)" --target "$@"
+    cmake --build "$dir" -j"$(stag_cores)" --target "$@"
   else
-    cmake --build "$dir" -j"$(nproc)"
+    cmake --build "$dir" -j"$(stag_cores)"
   fi
   STAG_BUILD_SECONDS=$(($(date +%s) - start))
   echo "stag: build done in $STAG_BUILD_SECONDS s"
