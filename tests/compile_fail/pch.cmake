@@ -10,10 +10,11 @@
 include(${CMAKE_CURRENT_LIST_DIR}/flags.cmake)
 get_filename_component(out_dir ${OUT} DIRECTORY)
 file(MAKE_DIRECTORY ${out_dir})
-# OUT.d lists the headers it was made from (-MD): check.cmake refuses a header newer than OUT,
-# since g++ would read a stale precompiled header without a word (clang refuses it itself).
+# OUT.d lists the headers it was made from (-MD, with OUT as the target): the build's DEPFILE, so
+# that a change to any of them makes it again, and check.cmake's, which refuses a header newer
+# than OUT, since g++ would read a stale precompiled header without a word (clang refuses one).
 execute_process(COMMAND ${run_compiler} ${flags} -x c++-header ${INCLUDE}/stag/stag.hpp -o ${OUT}.tmp
-    -MD -MF ${OUT}.d.tmp
+    -MD -MF ${OUT}.d.tmp -MT ${OUT}
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
 if(NOT rc EQUAL 0)
   file(REMOVE ${OUT}.tmp ${OUT}.d.tmp)
