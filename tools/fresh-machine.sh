@@ -24,7 +24,8 @@
 #                   own, `ccache -k cache_dir`, when the host has ccache); --no-ccache: none, a
 #                   cold build. The cache holds compiler outputs only: a package the root lacks
 #                   still fails its build (CMakeLists.txt, "compiler cache").
-# It prints each phase's seconds (root, packages, data, configure, build, ctest, run.sh) at the end.
+# It prints each phase's seconds (root, packages, data, configure, build, ctest, clang-quick, run.sh,
+# bench) at the end.
 # Needs root and a reachable Debian mirror (and npm's registry for the data sets). It never falls
 # back to the host: if the root cannot be made, it fails and says why.
 set -euo pipefail
@@ -55,7 +56,7 @@ while [ $# -gt 0 ]; do
     --cache) cache=${2:?--cache needs a folder}; shift ;;
     --refresh) refresh=1 ;;
     --lang) lang=${2:?--lang needs a locale name}; shift ;;
-    -h | --help) sed -n '2,28p' "$0" | cut -c3-; exit 0 ;;
+    -h | --help) sed -n '2,30p' "$0" | cut -c3-; exit 0 ;;
     *) echo "fresh-machine: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift
@@ -218,6 +219,7 @@ done
 if [ $do_bench = 1 ]; then
   timed_in_root "cd /root/stag && ./bench.sh $bench" "$logs/bench.log"
   summary+=("./bench.sh${bench:+ $bench}: exit $rc in ${t} s")
+  phases+=("bench.sh $t")
   while IFS= read -r l; do summary+=("  $l"); done < <(grep -E '^bench\.[a-z]+\.(speedup_train|speedup_infer|train_step_ms|infer_ms):' "$logs/bench.log" | head -n 12 || true)
 fi
 say "logs in $logs"
