@@ -3,8 +3,8 @@
 // prefill and decode speed. The text is printed as it is sampled (GenerateOptions::on_token).
 // With an encoder-decoder checkpoint (stag-train g2p or seq2seq) it translates instead: each
 // line of stdin (or --prompt, --prompt-file) through stag::Translator, greedy or beam search.
-// With --hf it runs a Hugging Face model folder (models/hf.hpp: Llama / Qwen2 configs that
-// match a compiled-in preset) with the folder's tokeniser.
+// With --hf it runs a Hugging Face model folder (models/hf.hpp: GPT-2 / Llama / Qwen2 configs
+// that match a compiled-in preset) with the folder's tokeniser.
 // To add an option, add a flag here and a field in GenerateOptions.
 #include <chrono>
 #include <cstdio>

@@ -3,6 +3,8 @@
 // minimind-style decoder block (RMSNorm, grouped-query attention with RoPE, SwiGLU).
 #pragma once
 
+#include <tuple>
+
 #include <stag/models/attention.hpp>
 
 namespace stag {
@@ -188,6 +190,57 @@ constexpr auto llm_block(Scope s, Tensor<S, T> x, M keep, LlmBlockOptions o = {}
   }
 }
 // snippet-end: docs-lm-2
+
+// GPT-2's decoder block (Hugging Face's GPT2Block): x + attn(ln_1(x)), then
+// x + mlp(ln_2(x)), LayerNorms with biases, every projection with a bias and its weight stored
+// [in, out] (linear_in_out); q, k and v come from one projection (c_attn [D, 3D]) and are its
+// three slices; the MLP is c_fc, GELU-tanh ("gelu_new"), c_proj. Causal via keep.
+struct Gpt2BlockOptions {
+  double dropout = 0.0;  // on the attention weights and both sublayer outputs
+  double eps = 1e-5;     // of the LayerNorms (layer_norm_epsilon)
+};
+
+// q, k, v [B, H, S, D/H] of the fused projection c_attn (x [B, S, D] -> [B, S, 3D], q first).
+template <auto H, class S, DType T>
+constexpr auto gpt2_qkv(Scope s, Tensor<S, T> x) {
+  constexpr auto h = named_as<dims::heads, H>;
+  constexpr std::int64_t d = dim_value<last_dim<S>>().coef;
+  auto qkv = linear_in_out<static_cast<int>(3 * d)>(s / "c_attn", x);
+  return std::tuple{split_heads<h>(slice<2, 0, d>(qkv)), split_heads<h>(slice<2, d, 2 * d>(qkv)),
+                    split_heads<h>(slice<2, 2 * d, 3 * d>(qkv))};
+}
+
+template <auto H, auto Dff, class S, DType T, class M>
+constexpr auto gpt2_block(Scope s, Tensor<S, T> x, M keep, Gpt2BlockOptions o = {}) {
+  STAG_SHAPE_CHECK(S::rank == 3, "stag::gpt2_block: the input must be [batch, seq, d_model]", S,
+                   void);
+  constexpr bool fixed = dim_value<last_dim<S>>().is_static();
+  STAG_SHAPE_CHECK(fixed, "stag::gpt2_block: d_model must be static", S, void);
+  constexpr bool divides = fixed && dim_divides<last_dim<S>, H>;
+  STAG_SHAPE_CHECK(!fixed || divides,
+                   "stag::gpt2_block: d_model is not a multiple of the number of heads", S,
+                   Shape<H>);
+  constexpr bool mask_ok = STAG_CHECK_ATTENTION_MASK("stag::gpt2_block", M, S, S);
+  if constexpr (S::rank != 3 || !divides || !mask_ok) {
+    return x;
+  } else {
+    auto guard = s.enter();
+    constexpr auto d = last_dim<S>;
+    auto h1 = layer_norm_layer(s / "ln_1", x, o.eps);
+    {
+      Scope a = s / "attn";
+      auto attn_guard = a.enter();
+      auto [q, k, v] = gpt2_qkv<H>(a, h1);
+      auto out = attention(q, k, v, detail::heads_mask(keep), o.dropout).out;
+      x = x + maybe_dropout(linear_in_out<d>(a / "c_proj", merge_heads(out)), o.dropout);
+    }
+    auto h2 = layer_norm_layer(s / "ln_2", x, o.eps);
+    Scope m = s / "mlp";
+    auto mlp_guard = m.enter();
+    auto h = gelu_tanh(linear_in_out<named_as<dims::d_ff, Dff>>(m / "c_fc", h2));
+    return x + maybe_dropout(linear_in_out<d>(m / "c_proj", h), o.dropout);
+  }
+}
 
 // snippet-begin: docs-encoder-4
 // Mean over the kept positions of x [B, S, D] with keep [B, S] -> [B, D]; a row with no kept

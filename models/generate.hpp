@@ -86,6 +86,34 @@ constexpr auto cached_llm_block(Scope s, Tensor<S, T> x, const DecodeContext& c,
   return x + swiglu<Dff>(s / "mlp", rms_norm_layer(s / "post_attention_norm", x, o.eps));
 }
 
+// gpt2_block (models/blocks.hpp) for new tokens over the cache; the same parameters.
+template <auto H, auto Dff, class S, DType T>
+constexpr auto cached_gpt2_block(Scope s, Tensor<S, T> x, const DecodeContext& c,
+                                 Gpt2BlockOptions o = {}) {
+  auto guard = s.enter();
+  constexpr auto b = dim_at<S, 0>;
+  constexpr auto d = last_dim<S>;
+  constexpr auto h = named_as<dims::heads, H>;
+  constexpr auto dh = named_as<dims::head_dim, dim_quotient<d, h>>;
+  auto h1 = layer_norm_layer(s / "ln_1", x, o.eps);
+  {
+    Scope a = s / "attn";
+    auto attn_guard = a.enter();
+    auto [q, k, v] = gpt2_qkv<H>(a, h1);  // [B, H, T, Dh]
+    auto k_cache = state<Shape<b, h, dims::max_len, dh>, T>(a, "k_cache");
+    auto v_cache = state<Shape<b, h, dims::max_len, dh>, T>(a, "v_cache");
+    auto kc = cache_write(k_cache, k, c.pos).named("k_cache_write");
+    auto vc = cache_write(v_cache, v, c.pos).named("v_cache_write");
+    auto out = sdpa(q, kc, vc, cache_positions(c.pos), {.mask = AttnMask::causal});
+    x = x + linear_in_out<d>(a / "c_proj", merge_heads(out));
+  }
+  auto h2 = layer_norm_layer(s / "ln_2", x, o.eps);
+  Scope m = s / "mlp";
+  auto mlp_guard = m.enter();
+  auto f = gelu_tanh(linear_in_out<named_as<dims::d_ff, Dff>>(m / "c_fc", h2));
+  return x + linear_in_out<d>(m / "c_proj", f);
+}
+
 // One decode step of language_model<C>: inputs ids [batch, chunk] i32 and pos [batch] i32 (each
 // row's position; -1: an inactive row); output and result "logits" [batch, chunk, vocab].
 // Dropout is off (inference).
@@ -95,12 +123,26 @@ constexpr auto lm_decode_step(Builder& g) {
   auto ids = input<"ids", Shape<batch, chunk>, DType::i32>(g);
   auto pos = input<"pos", Shape<batch>, DType::i32>(g);
   const DecodeContext c = decode_context(g, pos);
-  auto x = token_embedding<C.vocab, C.d_model>(g / "embed_tokens", ids);
-  const LlmBlockOptions bo{
-      .dropout = 0.0, .rope_theta = C.rope_theta, .eps = C.norm_eps, .qkv_bias = C.qkv_bias};
-  for (int l = 0; l < C.layers; ++l)
-    x = cached_llm_block<C.heads, C.kv_heads, C.d_ff>(g / "layers" / l, x, c, bo);
-  return lm_logits<C>(g, rms_norm_layer(g / "norm", x, bo.eps)).named("logits").output("logits");
+  if constexpr (C.arch == LmArch::gpt2) {
+    // The learned positions of the new tokens: an inactive row's (pos -1) read row 0, unused.
+    auto zero = Tensor<Shape<>, DType::i32>{&g, scalar(g, 0, DType::i32).id};
+    auto at = where(lt(c.rope_pos, zero), 0.0, c.rope_pos);  // [B, chunk]
+    constexpr int rows = C.max_positions > 0 ? C.max_positions : 1;
+    auto x = token_embedding<C.vocab, C.d_model>(g / "wte", ids) +
+             embedding(at, param<Shape<rows, C.d_model>>(g / "wpe", "weight", kEmbeddingInit));
+    for (int l = 0; l < C.layers; ++l)
+      x = cached_gpt2_block<C.heads, C.d_ff>(g / "h" / l, x, c, {.eps = C.norm_eps});
+    return lm_logits<C>(g, layer_norm_layer(g / "ln_f", x, C.norm_eps))
+        .named("logits")
+        .output("logits");
+  } else {
+    auto x = token_embedding<C.vocab, C.d_model>(g / "embed_tokens", ids);
+    const LlmBlockOptions bo{
+        .dropout = 0.0, .rope_theta = C.rope_theta, .eps = C.norm_eps, .qkv_bias = C.qkv_bias};
+    for (int l = 0; l < C.layers; ++l)
+      x = cached_llm_block<C.heads, C.kv_heads, C.d_ff>(g / "layers" / l, x, c, bo);
+    return lm_logits<C>(g, rms_norm_layer(g / "norm", x, bo.eps)).named("logits").output("logits");
+  }
 }
 
 namespace detail {

@@ -245,8 +245,21 @@ std::unique_ptr<Session> decode_session(const LmPreset& preset, const NamedArray
 
 }  // namespace
 
+namespace {
+// A model with learned positions (GPT-2) has no row for a position past its table.
+void check_position_table(const LmConfig& c, std::int64_t positions) {
+  if (c.max_positions > 0 && positions > c.max_positions)
+    throw Error("stag::Generator: " + std::to_string(positions) +
+                " positions (prompt and new tokens) do not fit the model's table of " +
+                std::to_string(c.max_positions) +
+                " learned positions (max_positions; Hugging Face's n_positions): use a shorter "
+                "prompt or fewer new tokens");
+}
+}  // namespace
+
 void Generator::reserve(std::int64_t positions, std::int64_t batch) {
   if (batch < 1) throw Error("stag::Generator: the batch needs at least one row");
+  check_position_table(*preset_->config, positions);
   if (session_ && batch == batch_ && positions <= max_len_) return;
   std::int64_t len = (positions + 63) / 64 * 64;
   if (opts_.max_len > 0) {
@@ -307,6 +320,8 @@ Array Generator::step(const Array& ids, std::span<const std::int32_t> pos) {
     check_ids(std::span<const std::int32_t>(ids.data<std::int32_t>() + b * chunk,
                                             static_cast<std::size_t>(chunk)),
               "step ids of row " + std::to_string(b));
+  for (const std::int32_t p : pos)
+    if (p >= 0) check_position_table(*preset_->config, p + chunk);
   // The first step sizes the cache; later ones never grow it (that would drop the cache):
   // a position past the end is cache_write's error.
   if (!session_ || batch != batch_) {

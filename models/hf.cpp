@@ -76,7 +76,7 @@ struct ConfigReader {
   void refuse(bool bad, const char* key, const std::string& why) const {
     if (bad)
       fail(file, std::string("\"") + key + "\" is " + j[key].dump() + ": " + why +
-                     " (stag's Llama-family graph does not have it)");
+                     " (stag's graph for this model type does not have it)");
   }
 };
 
@@ -85,36 +85,43 @@ int narrow(std::int64_t v, const char* key, const fs::path& file) {
   return static_cast<int>(v);
 }
 
-// The config fields inference uses, with their config.json names (for messages).
+// The config fields inference uses, with their config.json names in a Llama-family and in a
+// GPT-2 config (for messages; nullptr: the field is not in that family's config).
 struct Field {
-  const char* hf;
+  const char* llama;
+  const char* gpt2;
   std::string (*show)(const LmConfig&);
 };
 std::string num(double v) {
   return json(v).dump();
 }
+std::string model_type(const LmConfig& c) {
+  return c.arch == LmArch::gpt2 ? "gpt2" : c.qkv_bias ? "qwen2" : "llama";
+}
 constexpr Field kFields[] = {
-    {"vocab_size", [](const LmConfig& c) { return std::to_string(c.vocab); }},
-    {"hidden_size", [](const LmConfig& c) { return std::to_string(c.d_model); }},
-    {"num_attention_heads", [](const LmConfig& c) { return std::to_string(c.heads); }},
-    {"num_key_value_heads", [](const LmConfig& c) { return std::to_string(c.kv_heads); }},
-    {"intermediate_size", [](const LmConfig& c) { return std::to_string(c.d_ff); }},
-    {"num_hidden_layers", [](const LmConfig& c) { return std::to_string(c.layers); }},
-    {"rope_theta", [](const LmConfig& c) { return num(c.rope_theta); }},
-    {"rms_norm_eps", [](const LmConfig& c) { return num(c.norm_eps); }},
-    {"tie_word_embeddings",
+    {"vocab_size", "vocab_size", [](const LmConfig& c) { return std::to_string(c.vocab); }},
+    {"hidden_size", "n_embd", [](const LmConfig& c) { return std::to_string(c.d_model); }},
+    {"num_attention_heads", "n_head", [](const LmConfig& c) { return std::to_string(c.heads); }},
+    {"num_key_value_heads", nullptr, [](const LmConfig& c) { return std::to_string(c.kv_heads); }},
+    {"intermediate_size", "n_inner", [](const LmConfig& c) { return std::to_string(c.d_ff); }},
+    {"num_hidden_layers", "n_layer", [](const LmConfig& c) { return std::to_string(c.layers); }},
+    {nullptr, "n_positions", [](const LmConfig& c) { return std::to_string(c.max_positions); }},
+    {"rope_theta", nullptr, [](const LmConfig& c) { return num(c.rope_theta); }},
+    {"rms_norm_eps", "layer_norm_epsilon", [](const LmConfig& c) { return num(c.norm_eps); }},
+    {"tie_word_embeddings", "tie_word_embeddings",
      [](const LmConfig& c) { return std::string(c.tie_embeddings ? "true" : "false"); }},
-    {"model_type",
-     [](const LmConfig& c) { return std::string(c.qkv_bias ? "\"qwen2\"" : "\"llama\""); }},
+    {"model_type", "model_type", [](const LmConfig& c) { return json(model_type(c)).dump(); }},
 };
 
 std::vector<std::string> differences(const LmConfig& file, const LmConfig& preset,
                                      std::string_view preset_name) {
   std::vector<std::string> out;
   for (const Field& f : kFields) {
+    const char* name = file.arch == LmArch::gpt2 ? f.gpt2 : f.llama;
+    if (name == nullptr) continue;
     const std::string a = f.show(file), b = f.show(preset);
     if (a != b)
-      out.push_back(std::string(f.hf) + " is " + a + " in config.json, " + b + " in preset " +
+      out.push_back(std::string(name) + " is " + a + " in config.json, " + b + " in preset " +
                     std::string(preset_name));
   }
   return out;
@@ -223,6 +230,45 @@ void write_text_atomic(const fs::path& path, const std::string& text) {
 
 // ---- config.json ------------------------------------------------------------------------------
 
+namespace {
+// GPT2LMHeadModel's config.json (GPT2Config's names and defaults).
+HfConfig read_gpt2_config(const ConfigReader& r, HfConfig c) {
+  const fs::path& file = r.file;
+  LmConfig& m = c.lm;
+  m.arch = LmArch::gpt2;
+  m.vocab = narrow(r.integer("vocab_size", 50257), "vocab_size", file);
+  m.d_model = narrow(r.integer("n_embd", 768), "n_embd", file);
+  m.heads = narrow(r.integer("n_head", 12), "n_head", file);
+  m.kv_heads = m.heads;
+  m.d_ff = r.has("n_inner") ? narrow(r.integer("n_inner"), "n_inner", file) : 4 * m.d_model;
+  m.layers = narrow(r.integer("n_layer", 12), "n_layer", file);
+  m.max_positions = narrow(r.integer("n_positions", 1024), "n_positions", file);
+  m.norm_eps = r.number("layer_norm_epsilon", 1e-5);
+  m.tie_embeddings = r.boolean("tie_word_embeddings", true);
+  m.rope_theta = 0.0;
+  m.qkv_bias = false;
+  m.dropout = 0.0;
+  m.label_smoothing = 0.0;
+  const std::string act = r.string("activation_function", "gelu_new");
+  r.refuse(act != "gelu_new" && act != "gelu_pytorch_tanh", "activation_function",
+           "an activation other than GELU's tanh approximation (gelu_new)");
+  r.refuse(!r.boolean("scale_attn_weights", true), "scale_attn_weights",
+           "attention scores not scaled by 1/sqrt(head_dim)");
+  r.refuse(r.boolean("scale_attn_by_inverse_layer_idx", false), "scale_attn_by_inverse_layer_idx",
+           "scores scaled by 1/(layer + 1)");
+  r.refuse(r.boolean("add_cross_attention", false), "add_cross_attention",
+           "cross-attention to an encoder");
+  if (m.d_model % m.heads != 0)
+    fail(file, "\"n_embd\" " + std::to_string(m.d_model) + " is not a multiple of \"n_head\" " +
+                   std::to_string(m.heads));
+  c.bos_id = r.token_id("bos_token_id");
+  c.eos_id = r.token_id("eos_token_id");
+  c.max_positions = m.max_positions;
+  c.torch_dtype = r.string("torch_dtype", "");
+  return c;
+}
+}  // namespace
+
 HfConfig read_config(const fs::path& path) {
   const fs::path file = fs::is_directory(path) ? path / "config.json" : path;
   const std::string text = data::read_file(file, "Hugging Face config", "");
@@ -236,10 +282,11 @@ HfConfig read_config(const fs::path& path) {
   const ConfigReader r{j, file};
   HfConfig c;
   c.model_type = r.string("model_type", "");
+  if (c.model_type == "gpt2") return read_gpt2_config(r, std::move(c));
   if (c.model_type != "llama" && c.model_type != "qwen2")
     fail(file, "\"model_type\" is " + (r.has("model_type") ? j["model_type"].dump() : "missing") +
-                   "; stag loads \"llama\" (Llama, SmolLM, TinyLlama) and \"qwen2\" (Qwen2, "
-                   "Qwen2.5) models");
+                   "; stag loads \"llama\" (Llama, SmolLM, TinyLlama), \"qwen2\" (Qwen2, "
+                   "Qwen2.5) and \"gpt2\" (GPT-2) models");
   const bool qwen = c.model_type == "qwen2";
   LmConfig& m = c.lm;
   m.vocab = narrow(r.integer("vocab_size"), "vocab_size", file);
@@ -278,10 +325,14 @@ HfConfig read_config(const fs::path& path) {
 const LmPreset& preset_for(const HfConfig& c, std::span<const LmPreset> presets) {
   const LmPreset* nearest = nullptr;
   std::vector<std::string> nearest_diff;
+  // The nearest: of the same model type first, then with the fewest differing fields.
+  const auto distance = [&](const LmPreset& p, std::size_t fields) {
+    return fields + (model_type(*p.config) != model_type(c.lm) ? 1000 : 0);
+  };
   for (const LmPreset& p : presets) {
     std::vector<std::string> d = differences(c.lm, *p.config, p.name);
     if (d.empty()) return p;
-    if (!nearest || d.size() < nearest_diff.size()) {
+    if (!nearest || distance(p, d.size()) < distance(*nearest, nearest_diff.size())) {
       nearest = &p;
       nearest_diff = std::move(d);
     }
@@ -318,8 +369,17 @@ std::string renamed(std::string s, bool to_stag) {
 }
 }  // namespace
 
+// GPT-2's stag names are GPT2Model's own (openai-community/gpt2's file has them so); a
+// GPT2LMHeadModel saved by transformers puts "transformer." before them.
+bool gpt2_name(std::string_view n) {
+  return n == "wte.weight" || n == "wpe.weight" || n.starts_with("ln_f.") || n.starts_with("h.");
+}
+
 std::optional<std::string> to_stag_name(std::string_view n) {
   if (n == "lm_head.weight") return std::string(n);
+  if (constexpr std::string_view kGpt2 = "transformer."; n.starts_with(kGpt2))
+    n.remove_prefix(kGpt2.size());
+  if (gpt2_name(n)) return std::string(n);
   constexpr std::string_view kModel = "model.";
   if (!n.starts_with(kModel)) return std::nullopt;
   std::string s(n.substr(kModel.size()));
@@ -330,6 +390,7 @@ std::optional<std::string> to_stag_name(std::string_view n) {
 
 std::string to_hf_name(std::string_view n) {
   if (n == "lm_head.weight") return std::string(n);
+  if (gpt2_name(n)) return "transformer." + std::string(n);
   return "model." + renamed(std::string(n), /*to_stag=*/false);
 }
 
@@ -408,9 +469,13 @@ NamedArrays load_weights(const fs::path& folder, const LmPreset& preset, const L
                              index_path.filename().string() + " says " +
                              (it == index.end() ? "nothing of it" : it->second));
       }
-      const bool ignorable = e.name.ends_with("rotary_emb.inv_freq") ||
-                             (tied && e.name == "lm_head.weight") ||
-                             std::find(o.ignore.begin(), o.ignore.end(), e.name) != o.ignore.end();
+      // Buffers old checkpoints saved: rotary frequencies, GPT-2's causal mask and its fill.
+      const bool gpt2 = preset.config->arch == LmArch::gpt2;
+      const bool ignorable =
+          e.name.ends_with("rotary_emb.inv_freq") ||
+          (gpt2 && (e.name.ends_with(".attn.bias") || e.name.ends_with(".attn.masked_bias"))) ||
+          (tied && e.name == "lm_head.weight") ||
+          std::find(o.ignore.begin(), o.ignore.end(), e.name) != o.ignore.end();
       const std::optional<std::string> name = to_stag_name(e.name);
       const auto w = name ? weights.find(*name) : weights.end();
       if (w == weights.end()) {
@@ -529,7 +594,38 @@ std::unique_ptr<Generator> generator(const fs::path& folder, GeneratorOptions go
 
 // ---- saving -----------------------------------------------------------------------------------
 
+namespace {
+// GPT2LMHeadModel's config.json, as GPT2Config writes it.
+std::string gpt2_config_json(const LmConfig& c, const SaveOptions& o) {
+  nlohmann::ordered_json j;
+  j["architectures"] = {"GPT2LMHeadModel"};
+  j["model_type"] = "gpt2";
+  j["vocab_size"] = c.vocab;
+  j["n_positions"] = c.max_positions;
+  j["n_ctx"] = c.max_positions;
+  j["n_embd"] = c.d_model;
+  j["n_layer"] = c.layers;
+  j["n_head"] = c.heads;
+  j["n_inner"] = c.d_ff == 4 * c.d_model ? json(nullptr) : json(c.d_ff);
+  j["activation_function"] = "gelu_new";
+  j["layer_norm_epsilon"] = c.norm_eps;
+  j["resid_pdrop"] = c.dropout;
+  j["embd_pdrop"] = c.dropout;
+  j["attn_pdrop"] = c.dropout;
+  j["scale_attn_weights"] = true;
+  j["scale_attn_by_inverse_layer_idx"] = false;
+  j["reorder_and_upcast_attn"] = false;
+  j["tie_word_embeddings"] = c.tie_embeddings;
+  j["bos_token_id"] = o.bos_id ? json(*o.bos_id) : json(nullptr);
+  j["eos_token_id"] = o.eos_id ? json(*o.eos_id) : json(nullptr);
+  j["torch_dtype"] = o.bf16 ? "bfloat16" : "float32";
+  j["use_cache"] = true;
+  return j.dump(2) + "\n";
+}
+}  // namespace
+
 std::string config_json(const LmConfig& c, const SaveOptions& o) {
+  if (c.arch == LmArch::gpt2) return gpt2_config_json(c, o);
   const bool qwen = c.qkv_bias;
   nlohmann::ordered_json j;
   j["architectures"] = {qwen ? "Qwen2ForCausalLM" : "LlamaForCausalLM"};
@@ -571,9 +667,12 @@ void save(const fs::path& folder, const LmConfig& c, const NamedArrays& weights,
     if (c.tie_embeddings && name == "lm_head.weight") continue;
     out.emplace(to_hf_name(name), o.bf16 ? a.to(DType::bf16) : a.to(DType::f32));
   }
-  for (const char* need : {"embed_tokens.weight", "norm.weight"})
-    if (!weights.contains(need))
-      fail(folder, std::string("the weights have no '") + need + "': not a language_model");
+  const bool gpt2 = c.arch == LmArch::gpt2;
+  const std::string_view norm = gpt2 ? "ln_f.weight" : "norm.weight";
+  for (const std::string_view need : {lm_embedding_name(c.arch), norm})
+    if (!weights.contains(std::string(need)))
+      fail(folder,
+           "the weights have no '" + std::string(need) + "': not a language_model of this config");
   save_safetensors((folder / "model.safetensors").string(), out, {{"format", "pt"}});
   // A stale index would make loaders read the old shards instead.
   fs::remove(folder / "model.safetensors.index.json", ec);
@@ -582,7 +681,7 @@ void save(const fs::path& folder, const LmConfig& c, const NamedArrays& weights,
     tokenizer->save_tokenizer_json(folder / "tokenizer.json");
     nlohmann::ordered_json t;
     t["tokenizer_class"] = "PreTrainedTokenizerFast";
-    t["model_max_length"] = o.max_positions;
+    t["model_max_length"] = c.arch == LmArch::gpt2 ? c.max_positions : o.max_positions;
     if (o.bos_id) t["bos_token"] = tokenizer->token(*o.bos_id);
     if (o.eos_id) t["eos_token"] = tokenizer->token(*o.eos_id);
     write_text_atomic(folder / "tokenizer_config.json", t.dump(2) + "\n");

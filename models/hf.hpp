@@ -1,9 +1,10 @@
 // Hugging Face model folders: config.json, model.safetensors (or a sharded set with its
 // model.safetensors.index.json) and the tokeniser files, for the Llama family (LlamaForCausalLM:
-// SmolLM, TinyLlama, Llama 3 layouts) and Qwen2 (Qwen2ForCausalLM, Qwen2.5). The graph is
-// compiled in (models/lm_presets.hpp): the folder's config.json picks the preset whose LmConfig
-// it equals, and its weights load under stag's names (the mapping is a renaming: both store
-// linear weights [out_features, in_features] and rotate q/k in the rotate_half layout).
+// SmolLM, TinyLlama, Llama 3 layouts), Qwen2 (Qwen2ForCausalLM, Qwen2.5) and GPT-2
+// (GPT2LMHeadModel). The graph is compiled in (models/lm_presets.hpp): the folder's config.json
+// picks the preset whose LmConfig it equals, and its weights load under stag's names (the
+// mapping is a renaming: both store linear weights [out_features, in_features], GPT-2's Conv1D
+// weights [in, out], and rotate q/k in the rotate_half layout).
 //
 //   auto m = stag::hf::load("./SmolLM-135M");            // checked config, f32 weights
 //   stag::Generator gen(*m.preset, std::move(m.weights), ...);
@@ -27,7 +28,7 @@ namespace stag::hf {
 
 // What a config.json says, in stag's terms, and what else it carries.
 struct HfConfig {
-  std::string model_type;                      // "llama" or "qwen2"
+  std::string model_type;                      // "llama", "qwen2" or "gpt2"
   LmConfig lm;                                 // dropout 0, label smoothing 0
   std::optional<std::int32_t> bos_id, eos_id;  // the first when the file lists several
   std::int64_t max_positions = 0;              // max_position_embeddings (0: not given)
@@ -35,9 +36,10 @@ struct HfConfig {
 };
 
 // Reads and checks `config.json` (a file, or a folder holding one). A model type other than
-// llama and qwen2, or a feature stag's graph does not have (rope_scaling, an activation other
-// than silu, MLP biases, Llama's attention_bias, a head_dim other than hidden / heads, Qwen2's
-// sliding window) is a stag::Error naming the field and its value.
+// llama, qwen2 and gpt2, or a feature stag's graph does not have (rope_scaling, an activation
+// other than silu, MLP biases, Llama's attention_bias, a head_dim other than hidden / heads,
+// Qwen2's sliding window; GPT-2's activations other than gelu_new, unscaled or layer-scaled
+// scores, cross-attention) is a stag::Error naming the field and its value.
 HfConfig read_config(const std::filesystem::path& path);
 
 // The preset among `presets` whose config equals `c` (every field inference uses). None: a
@@ -48,14 +50,17 @@ const LmPreset& preset_for(const HfConfig& c, std::span<const LmPreset> presets 
 
 // stag's parameter name for a Hugging Face tensor name, or nullopt for a name stag has no
 // parameter for ("model.layers.3.self_attn.q_proj.weight" -> "layers.3.self_attn.q_proj.weight",
-// "model.layers.0.input_layernorm.weight" -> "layers.0.input_norm.weight"); and back.
+// "model.layers.0.input_layernorm.weight" -> "layers.0.input_norm.weight"; GPT-2's
+// "transformer.h.0.attn.c_attn.weight" and "h.0.attn.c_attn.weight" -> the latter); and back
+// (GPT-2's with "transformer.", as GPT2LMHeadModel saves them).
 std::optional<std::string> to_stag_name(std::string_view hf_name);
 std::string to_hf_name(std::string_view stag_name);
 
 struct LoadOptions {
   bool allow_nonfinite = false;  // load weights with NaN or infinities anyway
   // Hugging Face names that may be present without a parameter to go to (beyond the ones
-  // always ignored: a tied model's lm_head.weight, rotary_emb.inv_freq buffers).
+  // always ignored: a tied model's lm_head.weight, rotary_emb.inv_freq buffers, GPT-2's
+  // attn.bias / attn.masked_bias mask buffers).
   std::vector<std::string> ignore = {};
 };
 
@@ -101,7 +106,8 @@ struct SaveOptions {
   std::int64_t max_positions = 2048;  // written as max_position_embeddings
 };
 
-// Writes a model folder that transformers (LlamaForCausalLM / Qwen2ForCausalLM) loads:
+// Writes a model folder that transformers (LlamaForCausalLM / Qwen2ForCausalLM /
+// GPT2LMHeadModel) loads:
 // config.json, model.safetensors under the Hugging Face names (a tied model has no
 // lm_head.weight, as save_pretrained writes it) and, when given, tokenizer.json. The folder is
 // created; files in it are replaced atomically.

@@ -14,6 +14,19 @@ namespace stag {
 // Its parameters have static shapes: a symbolic last dim of x (the sequence, after a transpose
 // or a pooling over the wrong axis) would make a weight [Out, seq] that changes with the input,
 // and is refused, as a symbolic Out is.
+namespace detail {
+// After a failed shape check: zeros [..., Out], so that the lines after it compile (one error).
+template <auto Out, class S, DType T>
+constexpr auto projection_placeholder(Tensor<S, T> x) {
+  constexpr ShapeV out = [] {
+    ShapeV v = S::value;
+    v.dims[v.rank - 1] = dim_value<Out>();
+    return v;
+  }();
+  return typed<out, T, S, Shape<Out>>(full(*x.b, out, 0, T));
+}
+}  // namespace detail
+
 template <auto Out, class S, DType T>
 constexpr auto linear(Scope s, Tensor<S, T> x, bool bias = true) {
   constexpr auto in = last_dim<S>;
@@ -23,18 +36,31 @@ constexpr auto linear(Scope s, Tensor<S, T> x, bool bias = true) {
                    "in_features] from the last dim of the input); linear needs static features",
                    S, Shape<Out, in>);
   if constexpr (!fixed) {
-    // NOTE: a placeholder [..., Out], so that the lines after this one compile (one error).
-    constexpr ShapeV out = [] {
-      ShapeV v = S::value;
-      v.dims[v.rank - 1] = dim_value<Out>();
-      return v;
-    }();
-    return typed<out, T, S, Shape<Out>>(full(*x.b, out, 0, T));
+    return detail::projection_placeholder<Out>(x);
   } else {
     auto w = param<Shape<Out, in>, T>(s, "weight");
     auto y = matmul_nt(x, w);
     if (!bias) return y;
     return y + param<Shape<Out>, T>(s, "bias", kZeros);
+  }
+}
+
+// y = x @ W + b with W stored [In, Out]: Hugging Face's Conv1D, in which GPT-2 keeps its
+// projections (transposed from nn.Linear), so that its checkpoints map one to one.
+template <auto Out, class S, DType T>
+constexpr auto linear_in_out(Scope s, Tensor<S, T> x) {
+  constexpr auto in = last_dim<S>;
+  constexpr bool fixed = dim_value<in>().is_static() && dim_value<Out>().is_static();
+  STAG_SHAPE_CHECK(fixed,
+                   "stag::linear_in_out: a parameter would have a symbolic dim (weight "
+                   "[in_features, out_features] from the last dim of the input); it needs static "
+                   "features",
+                   S, Shape<in, Out>);
+  if constexpr (!fixed) {
+    return detail::projection_placeholder<Out>(x);
+  } else {
+    return matmul(x, param<Shape<in, Out>, T>(s, "weight")) +
+           param<Shape<Out>, T>(s, "bias", kZeros);
   }
 }
 

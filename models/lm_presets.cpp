@@ -1,6 +1,7 @@
 // The compiled-in language-model configs and the config's JSON form. Each table line
 // instantiates one decode-step graph (a few hundred nodes, about a second of compile time).
 #include <algorithm>
+#include <optional>
 
 #include <boost/hana/accessors.hpp>
 #include <boost/hana/first.hpp>
@@ -20,6 +21,7 @@ namespace detail {
 extern const GraphView kSmolLm135MDecode;
 extern const GraphView kQwen25_05BDecode;
 extern const GraphView kTinyLlama11BDecode;
+extern const GraphView kGpt2_124MDecode;
 }  // namespace detail
 namespace {
 
@@ -44,15 +46,27 @@ std::span<const LmPreset> preset_table() {
        "tied"},
       {"tinyllama-1.1b", &kLmTinyLlama11B, detail::kTinyLlama11BDecode,
        "Hugging Face TinyLlama-1.1B (Llama): 22 x 2048, GQA 32/4 heads, 32000 ids, untied"},
+      {"gpt2", &kLmGpt2_124M, detail::kGpt2_124MDecode,
+       "Hugging Face gpt2 (GPT-2 small, 124M): 12 x 768, 12 heads, 1024 positions, 50257 ids, "
+       "tied"},
   };
   return kPresets;
+}
+
+nlohmann::json json_value(LmArch a) {
+  return std::string(lm_arch_name(a));
+}
+template <class M>
+nlohmann::json json_value(const M& v) {
+  return v;
 }
 
 bool same_model(const LmConfig& a, const LmConfig& b) {
   return a.vocab == b.vocab && a.d_model == b.d_model && a.heads == b.heads &&
          a.kv_heads == b.kv_heads && a.d_ff == b.d_ff && a.layers == b.layers &&
          a.rope_theta == b.rope_theta && a.tie_embeddings == b.tie_embeddings &&
-         a.norm_eps == b.norm_eps && a.qkv_bias == b.qkv_bias;
+         a.norm_eps == b.norm_eps && a.qkv_bias == b.qkv_bias && a.arch == b.arch &&
+         a.max_positions == b.max_positions;
 }
 
 }  // namespace
@@ -87,7 +101,8 @@ const LmPreset& require_lm_preset(const LmConfig& c) {
 std::string lm_config_to_json(const LmConfig& c) {
   nlohmann::json j = nlohmann::json::object();
   boost::hana::for_each(boost::hana::accessors<LmConfig>(), [&](auto field) {
-    j[boost::hana::to<const char*>(boost::hana::first(field))] = boost::hana::second(field)(c);
+    j[boost::hana::to<const char*>(boost::hana::first(field))] =
+        json_value(boost::hana::second(field)(c));
   });
   return j.dump();
 }
@@ -108,7 +123,8 @@ LmConfig lm_config_from_json(std::string_view text) {
     using M = std::remove_reference_t<decltype(member)>;
     // Older checkpoints lack the later fields: they take LmConfig's defaults.
     constexpr std::string_view kOptional[] = {"dropout",        "label_smoothing", "rope_theta",
-                                              "tie_embeddings", "norm_eps",        "qkv_bias"};
+                                              "tie_embeddings", "norm_eps",        "qkv_bias",
+                                              "arch",           "max_positions"};
     const bool required = std::find(std::begin(kOptional), std::end(kOptional),
                                     std::string_view(key)) == std::end(kOptional);
     if (!j.contains(key)) {
@@ -117,6 +133,15 @@ LmConfig lm_config_from_json(std::string_view text) {
       return;
     }
     const nlohmann::json& v = j[key];
+    if constexpr (std::is_same_v<M, LmArch>) {
+      const std::optional<LmArch> a =
+          v.is_string() ? lm_arch_from_name(v.get<std::string>()) : std::nullopt;
+      if (!a)
+        throw Error("stag: model config: \"" + std::string(key) + "\" is " + v.dump() +
+                    ", expected \"llama\" or \"gpt2\"");
+      member = *a;
+      return;
+    }
     const bool ok = std::is_same_v<M, bool> ? v.is_boolean()
                     : std::is_integral_v<M> ? v.is_number_integer()
                                             : v.is_number();
@@ -134,7 +159,7 @@ LmConfig lm_config_from_json(std::string_view text) {
 std::string lm_config_text(const LmConfig& c) {
   std::string s;
   boost::hana::for_each(boost::hana::accessors<LmConfig>(), [&](auto field) {
-    nlohmann::json v = boost::hana::second(field)(c);
+    const nlohmann::json v = json_value(boost::hana::second(field)(c));
     s += (s.empty() ? "" : " ") +
          std::string(boost::hana::to<const char*>(boost::hana::first(field))) + "=" + v.dump();
   });

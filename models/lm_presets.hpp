@@ -83,6 +83,19 @@ inline constexpr LmConfig kLmTinyLlama11B{.vocab = 32000,  // TinyLlama/TinyLlam
                                           .tie_embeddings = false,
                                           .norm_eps = 1e-5};
 
+// GPT-2 (GPT2LMHeadModel): openai-community/gpt2, the 124 M "small"; its config.json values.
+inline constexpr LmConfig kLmGpt2_124M{.vocab = 50257,
+                                       .d_model = 768,
+                                       .heads = 12,
+                                       .kv_heads = 12,
+                                       .d_ff = 3072,
+                                       .layers = 12,
+                                       .rope_theta = 0.0,
+                                       .tie_embeddings = true,
+                                       .norm_eps = 1e-5,
+                                       .arch = LmArch::gpt2,
+                                       .max_positions = 1024};
+
 struct LmPreset {
   std::string_view name;
   const LmConfig* config = nullptr;
@@ -100,10 +113,11 @@ const LmPreset* find_lm_preset(std::string_view name);
 const LmPreset& require_lm_preset(const LmConfig& c);
 
 // The config's fields as a JSON object, by reflection (BOOST_HANA_ADAPT_STRUCT in lm.hpp):
-// {"vocab":4096,"d_model":256,...}.
+// {"vocab":4096,"d_model":256,...,"arch":"llama",...}.
 std::string lm_config_to_json(const LmConfig& c);
 // The config from such an object, or from its "model" member. vocab, d_model, heads, kv_heads,
-// d_ff and layers are required; the others default to LmConfig's values; other keys (the
+// d_ff and layers are required; the others default to LmConfig's values ("arch": "llama" or
+// "gpt2"); other keys (the
 // trainer's settings, "tokenizer") are ignored. A missing or mistyped field is a stag::Error.
 LmConfig lm_config_from_json(std::string_view json);
 // "vocab=4096 d_model=256 heads=8 kv_heads=2 d_ff=1024 layers=4 rope_theta=1e+06 ..."

@@ -126,6 +126,82 @@ TEST_CASE("a Qwen2 folder (q/k/v biases, untied, F16, two shards) gives the refe
   check_against_reference("qwen2", "tiny-qwen2");
 }
 
+TEST_CASE("a GPT-2 folder (Conv1D weights, learned positions, F32) gives the reference's logits",
+          "[hf]") {
+  check_against_reference("gpt2", "tiny-gpt2");
+}
+
+TEST_CASE("GPT-2: config.json, tensor names with or without transformer., the mask buffers",
+          "[hf]") {
+  const hf::HfConfig c = hf::read_config(fixture("gpt2"));
+  CHECK(c.model_type == "gpt2");
+  CHECK(c.lm.arch == LmArch::gpt2);
+  CHECK(c.lm.d_ff == 40);  // n_inner
+  CHECK(c.lm.kv_heads == 4);
+  CHECK(c.lm.max_positions == 24);
+  CHECK(c.lm.tie_embeddings);  // GPT2Config's default
+  CHECK(c.bos_id == 299);
+
+  CHECK(hf::to_stag_name("transformer.h.1.attn.c_attn.weight") == "h.1.attn.c_attn.weight");
+  CHECK(hf::to_stag_name("h.1.mlp.c_proj.bias") == "h.1.mlp.c_proj.bias");
+  CHECK(hf::to_stag_name("transformer.wpe.weight") == "wpe.weight");
+  CHECK(hf::to_hf_name("ln_f.bias") == "transformer.ln_f.bias");
+  CHECK(hf::to_hf_name("lm_head.weight") == "lm_head.weight");
+
+  th::TempDir tmp("hf_gpt2");
+  // GPT2LMHeadModel's names (transformers' save_pretrained) load as GPT2Model's do.
+  const fs::path f = copy_fixture(tmp, "gpt2");
+  {
+    const std::string file = (f / "model.safetensors").string();
+    SafetensorsFile st = load_safetensors(file);
+    REQUIRE(st.tensors.contains("h.0.attn.bias"));  // the causal-mask buffer, ignored
+    NamedArrays renamed;
+    for (auto& [n, a] : st.tensors)
+      if (!n.ends_with(".attn.bias")) renamed.emplace("transformer." + n, a);
+    save_safetensors(file, renamed, st.metadata);
+  }
+  const hf::Model a = hf::load(fixture("gpt2"), kTinyPresets);
+  const hf::Model b = hf::load(f, kTinyPresets);
+  REQUIRE(a.weights.size() == b.weights.size());
+  for (const auto& [n, w] : a.weights) CHECK(b.weights.at(n).to_doubles() == w.to_doubles());
+
+  // The nearest preset is named with GPT-2's own field names; what the graph lacks is refused.
+  edit_config(f, [](nlohmann::json& j) {
+    j["n_positions"] = 1024;
+    j["n_inner"] = nullptr;
+  });
+  const std::string e = th::error_of([&] { hf::load(f, kTinyPresets); });
+  CHECK_THAT(e, Catch::Contains("no compiled-in preset has this gpt2 config; the nearest is "
+                                "tiny-gpt2"));
+  CHECK_THAT(e, Catch::Contains("n_positions is 1024 in config.json, 24 in preset tiny-gpt2"));
+  CHECK_THAT(e, Catch::Contains("n_inner is 128 in config.json, 40 in preset tiny-gpt2"));
+  const std::pair<std::function<void(nlohmann::json&)>, std::string> refused[] = {
+      {[](nlohmann::json& j) { j["activation_function"] = "relu"; },
+       "\"activation_function\" is \"relu\": an activation other than GELU's tanh"},
+      {[](nlohmann::json& j) { j["scale_attn_by_inverse_layer_idx"] = true; },
+       "\"scale_attn_by_inverse_layer_idx\" is true: scores scaled by 1/(layer + 1)"},
+      {[](nlohmann::json& j) { j["add_cross_attention"] = true; },
+       "\"add_cross_attention\" is true: cross-attention to an encoder"},
+      {[](nlohmann::json& j) { j["n_head"] = 5; },
+       "\"n_embd\" 32 is not a multiple of \"n_head\" 5"},
+  };
+  for (const auto& [edit, message] : refused) {
+    const fs::path g = tmp.dir / "refused";
+    fs::remove_all(g);
+    fs::copy(fixture("gpt2"), g, fs::copy_options::recursive);
+    edit_config(g, edit);
+    const std::string got = th::error_of([&] { hf::read_config(g); });
+    INFO(got);
+    CHECK_THAT(got, Catch::Contains(message));
+  }
+
+  // The official gpt2 preset is compiled in.
+  const LmPreset* p = find_lm_preset("gpt2");
+  REQUIRE(p != nullptr);
+  CHECK(p->config->arch == LmArch::gpt2);
+  CHECK(p->config->max_positions == 1024);
+}
+
 TEST_CASE("config.json is read with its Hugging Face names and checked against the presets",
           "[hf]") {
   const hf::HfConfig c = hf::read_config(fixture("qwen2"));
@@ -272,7 +348,7 @@ TEST_CASE("a truncated shard or a NaN weight is an error, not a model", "[hf]") 
 
 TEST_CASE("hf::save writes a folder that loads back with the same weights and logits", "[hf]") {
   th::TempDir tmp("hf_save");
-  for (const char* name : {"llama", "qwen2"}) {
+  for (const char* name : {"llama", "qwen2", "gpt2"}) {
     const hf::Model m = hf::load(fixture(name), kTinyPresets);
     const fs::path out = tmp.dir / name;
     // The fixtures' values are BF16 / F16, so F32 keeps them exactly; BF16 keeps the Llama's.
@@ -294,8 +370,12 @@ TEST_CASE("hf::save writes a folder that loads back with the same weights and lo
     const bool has_head = std::any_of(h.entries.begin(), h.entries.end(),
                                       [](const auto& e) { return e.name == "lm_head.weight"; });
     CHECK(has_head == !m.preset->config->tie_embeddings);  // as save_pretrained writes it
+    const bool gpt2 = m.preset->config->arch == LmArch::gpt2;
     for (const SafetensorsEntry& e : h.entries)
-      CHECK(e.name.starts_with(e.name == "lm_head.weight" ? "lm_head" : "model."));
+      CHECK(e.name.starts_with(e.name == "lm_head.weight" ? "lm_head"
+                               : gpt2                     ? "transformer."
+                                                          : "model."));
+    CHECK(hf::read_config(out).model_type == hf::read_config(fixture(name)).model_type);
   }
 }
 
@@ -341,6 +421,37 @@ TEST_CASE("hf::generator runs a folder with its tokeniser and config.json's <bos
   CHECK(q->bos_id() == 0);
   CHECK(q->eos_id() == 3);
   CHECK_THAT(th::error_of([&] { q->generate("text"); }), Catch::Contains("no tokeniser"));
+}
+
+TEST_CASE("hf::generator runs a GPT-2 folder with its vocab.json and merges.txt", "[hf]") {
+  const std::unique_ptr<Generator> g = hf::generator(fixture("gpt2"), {.threads = 1}, kTinyPresets);
+  REQUIRE(g->tokenizer() != nullptr);
+  CHECK(g->tokenizer()->kind() == "hugging-face");
+  CHECK(g->eos_id() == 299);  // <|endoftext|>
+  CHECK(!g->add_bos());
+  const data::HfTokenizer tok = data::HfTokenizer::load(fixture("gpt2"));
+  CHECK(tok.find("<|endoftext|>") == 299);
+  const std::string prompt = "Once upon a time there was";
+  const GenerateResult t = g->generate(
+      prompt, {.max_new_tokens = 5, .sample = {.temperature = 0}, .stop_at_eos = false});
+  CHECK(t.prompt_ids == tok.encode(prompt));
+  CHECK(t.prompt_ids.size() < prompt.size());  // merges were applied
+  CHECK(t.new_ids.size() == 5);
+
+  // 24 learned positions: 20 prompt tokens and 5 new ones fit (the last is never fed back);
+  // one more is a clear error, not a wrong answer or an op's message.
+  const std::vector<std::int32_t> ids(20, 7);
+  CHECK(g->generate_ids(ids, {.max_new_tokens = 5, .stop_at_eos = false}).new_ids.size() == 5);
+  CHECK_THAT(th::error_of([&] { g->generate_ids(ids, {.max_new_tokens = 6}); }),
+             Catch::Contains("25 positions (prompt and new tokens) do not fit the model's table "
+                             "of 24 learned positions"));
+  Generator gen(g->preset(), hf::load(fixture("gpt2"), kTinyPresets).weights, std::nullopt,
+                {.threads = 1});
+  gen.step(std::vector<std::int32_t>{1, 2}, 0);
+  CHECK_THAT(th::error_of([&] {
+               gen.step(std::vector<std::int32_t>{3, 4}, 23);
+             }),
+             Catch::Contains("25 positions"));
 }
 
 TEST_CASE("a tokenizer.json template that starts with a special token puts it before prompts",

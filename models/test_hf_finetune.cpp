@@ -1,5 +1,5 @@
-// Fine-tuning a Hugging Face model: the tiny Llama and Qwen2 folders of tests/hf/ loaded with
-// hf::load into a Trainer (Trainer::init_from), 20 AdamW steps on one batch, against the same
+// Fine-tuning a Hugging Face model: the tiny Llama, Qwen2 and GPT-2 folders of tests/hf/ loaded
+// with hf::load into a Trainer (Trainer::init_from), 20 AdamW steps on one batch, against the same
 // 20 steps of torch.optim.AdamW in float64 from the same weights (tools/make_hf_fixtures.py):
 // the loss before every step, then the fine-tuned weights saved with hf::save, loaded back, and
 // their logits against the reference's after its 20 steps.
@@ -23,6 +23,7 @@ namespace fs = std::filesystem;
 
 constexpr auto kLlamaNet = model([](Builder& g) { return language_model<th::kTinyLlama>(g); });
 constexpr auto kQwen2Net = model([](Builder& g) { return language_model<th::kTinyQwen2>(g); });
+constexpr auto kGpt2Net = model([](Builder& g) { return language_model<th::kTinyGpt2>(g); });
 // The reference's optimizer: torch.optim.AdamW(lr=1e-2, betas=(0.9, 0.95), eps=1e-8), decay 0.1
 // on matrices and embeddings, none on biases and norm gains (stag's rule for parameters).
 constexpr AdamW kAdamW{.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
@@ -105,6 +106,11 @@ TEST_CASE("fine-tuning a Hugging Face Llama gives PyTorch's AdamW losses, step f
 TEST_CASE("fine-tuning a Hugging Face Qwen2 gives PyTorch's AdamW losses, step for step",
           "[hf][train]") {
   check_finetune("qwen2", training_graphs<kQwen2Net, kAdamW>());
+}
+
+TEST_CASE("fine-tuning a Hugging Face GPT-2 gives PyTorch's AdamW losses, step for step",
+          "[hf][train]") {
+  check_finetune("gpt2", training_graphs<kGpt2Net, kAdamW>());
 }
 
 TEST_CASE("Trainer::init_from(weights) refuses a tensor that is not a parameter", "[hf][train]") {

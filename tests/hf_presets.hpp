@@ -36,9 +36,24 @@ inline constexpr stag::LmConfig kTinyQwen2{.vocab = 67,
                                            .tie_embeddings = false,
                                            .norm_eps = 1e-6,
                                            .qkv_bias = true};
+// GPT2LMHeadModel: tied, F32, GPT2Model's names with the attn.bias buffers, n_inner 40,
+// vocab.json + merges.txt.
+inline constexpr stag::LmConfig kTinyGpt2{.vocab = 300,
+                                          .d_model = 32,
+                                          .heads = 4,
+                                          .kv_heads = 4,
+                                          .d_ff = 40,
+                                          .layers = 2,
+                                          .dropout = 0.0,
+                                          .rope_theta = 0.0,
+                                          .tie_embeddings = true,
+                                          .norm_eps = 1e-5,
+                                          .arch = stag::LmArch::gpt2,
+                                          .max_positions = 24};
 inline const stag::LmPreset kTinyPresets[] = {
     {"tiny-llama", &kTinyLlama, stag::lm_decode_graph<kTinyLlama>, "tests/hf/llama"},
     {"tiny-qwen2", &kTinyQwen2, stag::lm_decode_graph<kTinyQwen2>, "tests/hf/qwen2"},
+    {"tiny-gpt2", &kTinyGpt2, stag::lm_decode_graph<kTinyGpt2>, "tests/hf/gpt2"},
 };
 
 inline std::filesystem::path hf_fixture(const std::string& name) {

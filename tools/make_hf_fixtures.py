@@ -2,12 +2,15 @@
 # Makes the tiny Hugging Face model folders under tests/hf/ that models/test_hf.cpp loads with
 # stag::hf::load: config.json and weights exactly as transformers' save_pretrained writes them
 # for LlamaForCausalLM and Qwen2ForCausalLM (tensor names, [out, in] linear weights, BF16 / F16
-# storage, a sharded set with model.safetensors.index.json), and reference.safetensors with the
-# logits and a greedy continuation computed here in float64 by a PyTorch reference written to
-# Hugging Face's published modelling code (modeling_llama.py, modeling_qwen2.py): RMSNorm in the
-# input's precision with the weight applied after, rotate_half RoPE with inv_freq =
+# storage, a sharded set with model.safetensors.index.json) and as openai-community/gpt2's file
+# holds GPT-2 (GPT2Model's names, Conv1D weights [in, out], F32, the attn.bias mask buffers,
+# vocab.json + merges.txt), and reference.safetensors with the logits and a greedy
+# continuation computed here in float64 by a PyTorch reference written to Hugging Face's
+# published modelling code (modeling_llama.py, modeling_qwen2.py, modeling_gpt2.py): RMSNorm in
+# the input's precision with the weight applied after, rotate_half RoPE with inv_freq =
 # theta^(-2i/d) over cat(freqs, freqs), repeat_kv, softmax(q k^T / sqrt(d_head)) with a causal
-# mask, down(silu(gate(x)) * up(x)), tied or untied lm_head.
+# mask, down(silu(gate(x)) * up(x)), tied or untied lm_head; for GPT-2 learned positions,
+# LayerNorm with bias, c_attn split into q, k, v, gelu_new.
 #
 # The reference runs on the weights as stored (rounded to BF16 / F16 first), so stag and it see
 # the same numbers. It also fine-tunes the model for 20 AdamW steps on one batch and keeps the
@@ -172,8 +175,51 @@ def linear(x, w, b=None):
     return y if b is None else y + b
 
 
+def layer_norm(x, w, b, eps):
+    mean = x.mean(-1, keepdim=True)
+    var = (x - mean).pow(2).mean(-1, keepdim=True)
+    return (x - mean) / torch.sqrt(var + eps) * w + b
+
+
+def gelu_new(x):
+    """GPT-2's activation ("gelu_new"): GELU's tanh approximation."""
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+def forward_gpt2(cfg, w, ids):
+    """Logits [B, S, V] in float64 for ids [B, S] (GPT2LMHeadModel, modeling_gpt2.py): learned
+    positions, Pre-LN blocks with LayerNorm(weight, bias), Conv1D projections y = x @ W + b with
+    W [in, out], q/k/v as the three thirds of c_attn, scores / sqrt(d_head) with a causal mask,
+    c_proj(gelu_new(c_fc(x))), ln_f, a head tied to wte (or lm_head). Names with or without
+    GPT2LMHeadModel's "transformer." prefix."""
+    pre = "transformer." if "transformer.wte.weight" in w else ""
+    d, h_n = cfg["n_embd"], cfg["n_head"]
+    dh = d // h_n
+    eps = cfg["layer_norm_epsilon"]
+    b, s = ids.shape
+    x = w[pre + "wte.weight"][ids] + w[pre + "wpe.weight"][torch.arange(s)]
+    causal = torch.ones(s, s, dtype=torch.bool).tril()
+    conv1d = lambda t, p: t @ w[p + ".weight"] + w[p + ".bias"]
+    for layer in range(cfg["n_layer"]):
+        p = f"{pre}h.{layer}."
+        a = layer_norm(x, w[p + "ln_1.weight"], w[p + "ln_1.bias"], eps)
+        q, k, v = (t.view(b, s, h_n, dh).transpose(1, 2) for t in conv1d(a, p + "attn.c_attn").split(d, dim=2))
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(dh)
+        scores = scores.masked_fill(~causal, float("-inf"))
+        o = (torch.softmax(scores, dim=-1) @ v).transpose(1, 2).reshape(b, s, d)
+        x = x + conv1d(o, p + "attn.c_proj")
+        m = layer_norm(x, w[p + "ln_2.weight"], w[p + "ln_2.bias"], eps)
+        x = x + conv1d(gelu_new(conv1d(m, p + "mlp.c_fc")), p + "mlp.c_proj")
+    x = layer_norm(x, w[pre + "ln_f.weight"], w[pre + "ln_f.bias"], eps)
+    head = w[pre + "wte.weight"] if cfg.get("tie_word_embeddings", True) else w["lm_head.weight"]
+    return x @ head.T
+
+
 def forward(cfg, w, ids):
-    """Logits [B, S, V] in float64 for ids [B, S] (LlamaForCausalLM / Qwen2ForCausalLM)."""
+    """Logits [B, S, V] in float64 for ids [B, S] (LlamaForCausalLM / Qwen2ForCausalLM /
+    GPT2LMHeadModel)."""
+    if cfg["model_type"] == "gpt2":
+        return forward_gpt2(cfg, w, ids)
     h_n, kv_n = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     d = cfg["hidden_size"]
     dh = d // h_n
@@ -247,6 +293,33 @@ def make_weights(cfg, gen, qkv_bias):
     return w
 
 
+def make_gpt2_weights(cfg, gen):
+    """GPT-2's tensors under GPT2Model's names (as openai-community/gpt2's model.safetensors
+    has them), Conv1D weights [in, out]."""
+    d, v, n_pos = cfg["n_embd"], cfg["vocab_size"], cfg["n_positions"]
+    f = cfg["n_inner"] or 4 * d
+    rand = lambda *shape, std: torch.randn(*shape, generator=gen, dtype=F64) * std
+    w = {"wte.weight": rand(v, d, std=0.1), "wpe.weight": rand(n_pos, d, std=0.1),
+         "ln_f.weight": 1 + rand(d, std=0.1), "ln_f.bias": rand(d, std=0.1)}
+    for layer in range(cfg["n_layer"]):
+        p = f"h.{layer}."
+        for ln in ("ln_1", "ln_2"):
+            w[p + ln + ".weight"] = 1 + rand(d, std=0.1)
+            w[p + ln + ".bias"] = rand(d, std=0.1)
+        for name, fan_in, out in (("attn.c_attn", d, 3 * d), ("attn.c_proj", d, d), ("mlp.c_fc", d, f),
+                                  ("mlp.c_proj", f, d)):
+            w[p + name + ".weight"] = rand(fan_in, out, std=fan_in ** -0.5)
+            w[p + name + ".bias"] = rand(out, std=0.2)
+    return w
+
+
+def gpt2_buffers(cfg):
+    """The causal-mask buffers that GPT-2 checkpoints written by older transformers carry."""
+    n = cfg["n_positions"]
+    mask = torch.ones(n, n, dtype=torch.float32).tril().view(1, 1, n, n)
+    return {f"h.{layer}.attn.bias": mask for layer in range(cfg["n_layer"])}
+
+
 LLAMA = {
     # SmolLM-135M's config.json with small sizes; rope_theta and rms_norm_eps moved off the
     # defaults so that a loader ignoring them shows.
@@ -270,10 +343,21 @@ QWEN2 = {
     "tie_word_embeddings": False, "torch_dtype": "float16", "transformers_version": "4.46.0",
     "use_cache": True, "use_sliding_window": False, "vocab_size": 67,
 }
+GPT2 = {
+    # openai-community/gpt2's config.json with small sizes, and an n_inner that is not 4 * n_embd
+    # so that a loader ignoring it shows.
+    "activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "attn_pdrop": 0.1,
+    "bos_token_id": 299, "embd_pdrop": 0.1, "eos_token_id": 299, "initializer_range": 0.02,
+    "layer_norm_epsilon": 1e-05, "model_type": "gpt2", "n_ctx": 24, "n_embd": 32, "n_head": 4,
+    "n_inner": 40, "n_layer": 2, "n_positions": 24, "resid_pdrop": 0.1, "summary_activation": None,
+    "summary_first_dropout": 0.1, "summary_proj_to_labels": True, "summary_type": "cls_index",
+    "summary_use_proj": True, "vocab_size": 300,
+}
 CASES = {
     # name: (config, storage dtype, shards, seed)
     "llama": (LLAMA, torch.bfloat16, 1, 501),
     "qwen2": (QWEN2, torch.float16, 2, 502),
+    "gpt2": (GPT2, torch.float32, 1, 503),
 }
 
 
@@ -323,12 +407,15 @@ def reference(cfg, w, seed):
 def make_case(name):
     cfg, dtype, shards, seed = CASES[name]
     gen = torch.Generator().manual_seed(seed)
-    w = make_weights(cfg, gen, cfg["model_type"] == "qwen2")
+    gpt2 = cfg["model_type"] == "gpt2"
+    w = make_gpt2_weights(cfg, gen) if gpt2 else make_weights(cfg, gen, cfg["model_type"] == "qwen2")
     stored = {k: t.to(dtype) for k, t in w.items()}
     w = {k: t.to(F64) for k, t in stored.items()}  # the reference sees the stored values
     files = {}
     if shards == 1:
-        files["model.safetensors"] = safetensors_bytes(stored, {"format": "pt"})
+        # GPT-2's file as openai-community/gpt2 has it: with the causal-mask buffers.
+        extra = gpt2_buffers(cfg) if gpt2 else {}
+        files["model.safetensors"] = safetensors_bytes({**stored, **extra}, {"format": "pt"})
     else:
         names = list(stored)
         per = math.ceil(len(names) / shards)
@@ -354,6 +441,12 @@ def make_case(name):
         if not stops:
             raise SystemExit("the greedy continuation repeats itself: change the seed")
         cfg = dict(cfg, eos_token_id=stops[0])
+    if gpt2:
+        # GPT-2's own tokeniser files: vocab.json (with <|endoftext|>, the last id) and
+        # merges.txt, no tokenizer.json.
+        tokenizer = tiny_tokenizer(cfg["vocab_size"], ["<|endoftext|>"])
+        files["vocab.json"] = (json.dumps(tokenizer["model"]["vocab"], ensure_ascii=False) + "\n").encode()
+        files["merges.txt"] = ("#version: 0.2\n" + "\n".join(tokenizer["model"]["merges"]) + "\n").encode()
     files["config.json"] = (json.dumps(cfg, indent=2) + "\n").encode()
     files["reference.safetensors"] = safetensors_bytes(ref, {"case": name, "torch": torch.__version__})
     return files, gap
