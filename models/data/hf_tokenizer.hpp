@@ -10,9 +10,17 @@
 // first. Decoding maps the characters back to bytes, so any text comes back exactly.
 //
 // The regular expressions run in PCRE2 (Debian's libpcre2) with Unicode properties, as the
-// references' do in Python's `regex`, Rust's `onig` or JavaScript. Not read yet: Llama 2's
-// SentencePiece-style BPE (byte fallback, "▁" for spaces), WordPiece and Unigram models, and
-// normalisers (a tokenizer.json with one is refused, naming it).
+// references' do in Python's `regex`, Rust's `onig` or JavaScript.
+//
+// Llama 2's SentencePiece-style BPE (Llama 1/2, TinyLlama, Mistral 7B v0.1 layouts: byte
+// fallback, "▁" for spaces) is the other model a tokenizer.json may hold: each piece between
+// added tokens gets "▁" in front and every space becomes "▁" (the Prepend + Replace normaliser,
+// or the Metaspace pre-tokeniser without splitting), the piece's characters become their
+// tokens, a character that is no token becomes the "<0xXX>" tokens of its UTF-8 bytes, and the
+// merges run as above on the whole piece. Decoding turns "▁" back into spaces, byte tokens into
+// their bytes, and drops the one space in front. Tested against llama-tokenizer-js (npm) on
+// every line of the fortunes. Not read: WordPiece and Unigram models, other normalisers (a
+// tokenizer.json with one is refused, naming it).
 #pragma once
 
 #include <cstdint>
@@ -46,10 +54,13 @@ class HfTokenizer {
   // vocabulary has it, as in Hugging Face's GPT2Tokenizer.
   static HfTokenizer from_gpt2_files(const std::filesystem::path& vocab_json,
                                      const std::filesystem::path& merges_txt);
-  // A `tokenizer.json` whose model is byte-level BPE. Its pre-tokeniser is GPT-2's ByteLevel
-  // (with or without the prefix space), or a Sequence of a Split on a regular expression and a
-  // ByteLevel without regex (Llama 3, Qwen2); its added tokens are kept. Anything else (another
-  // model type, byte fallback, a normaliser, dropout) is a stag::Error naming the field.
+  // A `tokenizer.json` whose model is byte-level BPE or SentencePiece-style BPE. Byte-level:
+  // its pre-tokeniser is GPT-2's ByteLevel (with or without the prefix space), or a Sequence of
+  // a Split on a regular expression and a ByteLevel without regex (Llama 3, Qwen2).
+  // SentencePiece-style (Llama 2): the normaliser Sequence [Prepend "▁", Replace " " -> "▁"]
+  // and no pre-tokeniser, or a Metaspace pre-tokeniser that does not split; byte_fallback, or
+  // an unk_token for characters that are no token. Added tokens are kept. Anything else
+  // (another model type, another normaliser, dropout) is a stag::Error naming the field.
   static HfTokenizer from_tokenizer_json(const std::filesystem::path& path);
   // A model folder: its tokenizer.json, else its vocab.json and merges.txt.
   static HfTokenizer load(const std::filesystem::path& folder);
@@ -67,7 +78,8 @@ class HfTokenizer {
   const std::string& token(std::int32_t id) const;
   std::optional<std::int32_t> find(std::string_view token) const;
   const std::vector<AddedToken>& added_tokens() const { return added_; }
-  std::string_view pattern() const { return pattern_; }
+  std::string_view pattern() const { return pattern_; }  // empty for SentencePiece-style BPE
+  bool sentencepiece() const { return metaspace_; }
   std::size_t num_merges() const { return merges_.size(); }
 
   // Writes the tokeniser back as Hugging Face's files: vocab.json + merges.txt, or a
@@ -85,18 +97,26 @@ class HfTokenizer {
   void finish(std::string_view what);
   void encode_piece(std::string_view text, std::vector<std::int32_t>& out) const;
   void encode_chunk(std::string_view chunk, std::vector<std::int32_t>& out) const;
+  void encode_metaspace(std::string_view text, std::vector<std::int32_t>& out) const;
+  void merge(std::vector<std::int32_t>& ids, std::vector<std::int32_t>& out) const;
 
   std::vector<std::string> tokens_;  // by id ("" for an id the vocabulary skips)
   std::unordered_map<std::string, std::int32_t> ids_;
   std::vector<std::pair<std::int32_t, std::int32_t>> merges_;  // by rank
   std::unordered_map<std::uint64_t, std::pair<std::int32_t, std::int32_t>>
       rank_;                            // pair -> rank, id
-  std::int32_t byte_ids_[256] = {};     // the id of each byte's character
+  std::int32_t byte_ids_[256] = {};     // each byte's character (SentencePiece: "<0xXX>")
   std::vector<AddedToken> added_;       // longest first
   std::vector<std::int32_t> added_at_;  // by id: its index in added_, or -1
   std::string pattern_;
   bool add_prefix_space_ = false;
   bool ignore_merges_ = false;  // Llama 3: a chunk that is a token is not merged
+  // SentencePiece-style BPE (Llama 2): "▁" for spaces and before each piece, no regex.
+  bool metaspace_ = false;
+  bool byte_fallback_ = false;  // characters that are no token become "<0xXX>" tokens
+  bool fuse_unk_ = false;       // else unk_id_, once for a run of them when fused
+  std::int32_t unk_id_ = -1;
+  std::string post_processor_;  // the tokenizer.json's, as JSON text (written back)
   std::unique_ptr<Regex> regex_;
 };
 
