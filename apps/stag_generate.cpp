@@ -188,7 +188,7 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   stag::Seq2SeqGenerateOptions so;
   app.add_option("--beam", so.search.beam_size,
-                 "encoder-decoder checkpoints: beam width (1: greedy)")
+                 "beam width (1: greedy): translation, language models and --hf folders")
       ->check(CLI::Range(1, 64));
   app.add_option("--n-best", so.search.n_best,
                  "encoder-decoder checkpoints: outputs per line, best first (at most --beam)")
@@ -239,10 +239,6 @@ int main(int argc, char** argv) {
       return translate(checkpoint, lines, so, threads, allow_nonfinite);
     }
     const bool beam = app.count("--beam") > 0;
-    // NOTE: the beam search draws ids from <eos> up (stag's tokenisers put padding, unknown and
-    // <bos> below it); a Hugging Face vocabulary has its special ids anywhere.
-    if (beam && !hf_folder.empty())
-      throw stag::Error("--beam works with stag's own checkpoints, not yet with --hf");
     for (const char* flag : {"--n-best", "--length-penalty"})
       if (app.count(flag) && !beam) throw stag::Error(std::string(flag) + " needs --beam");
     stag::GeneratorOptions go;
@@ -283,8 +279,11 @@ int main(int argc, char** argv) {
     if (beam) {
       // Beam search: the n-best continuations, "rank<TAB>score<TAB>text" lines.
       std::vector<std::int32_t> ids = gen.tokenizer()->encode(prompt);
-      if (o.add_bos.value_or(gen.add_bos()) || ids.empty())
-        ids.insert(ids.begin(), stag::data::kBosId);
+      if (o.add_bos.value_or(gen.add_bos()) || ids.empty()) {
+        if (gen.bos_id() < 0)
+          throw stag::Error("the model has no <bos> (bos_token_id) to start an empty prompt");
+        ids.insert(ids.begin(), gen.bos_id());
+      }
       so.search.max_new = o.max_new_tokens;
       const auto found = gen.beam_search(ids, so.search);
       for (std::size_t k = 0; k < found.size(); ++k)

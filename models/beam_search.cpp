@@ -23,6 +23,9 @@ BeamSearch::BeamSearch(std::size_t batch, const BeamSearchOptions& o) : o_(o), b
     throw Error(
         "stag::BeamSearch: eos_id and vocab_limit must not be negative, and "
         "length_penalty must be finite");
+  if (o.first_id > o.eos_id)
+    throw Error("stag::BeamSearch: first_id " + std::to_string(o.first_id) + " is above eos_id " +
+                std::to_string(o.eos_id) + ": <eos> could never be produced");
   const std::size_t n = rows(), k = static_cast<std::size_t>(o.beam_size);
   beams_.assign(n, Beam{});
   tokens_.assign(n, o.bos_id);
@@ -117,6 +120,7 @@ void BeamSearch::advance(std::span<const float> logits, std::int64_t vocab) {
                 std::to_string(vocab) + "], got " + std::to_string(logits.size()) + " values");
   const std::int64_t limit =
       o_.vocab_limit > 0 ? std::min<std::int64_t>(vocab, o_.vocab_limit) : vocab;
+  const std::int64_t first = o_.first_id < 0 ? o_.eos_id : o_.first_id;
   if (o_.eos_id >= limit)
     throw Error("stag::BeamSearch: eos id " + std::to_string(o_.eos_id) + " is outside the " +
                 std::to_string(limit) + " ids decoded");
@@ -139,18 +143,18 @@ void BeamSearch::advance(std::span<const float> logits, std::int64_t vocab) {
     for (std::size_t r = item * k; r < (item + 1) * k; ++r) {
       if (!live_[r]) continue;
       const float* x = logits.data() + r * static_cast<std::size_t>(vocab);
-      // log-softmax over the allowed ids [eos_id, limit)
+      // log-softmax over the allowed ids [first, limit)
       double m = -INFINITY;
-      for (std::int64_t c = o_.eos_id; c < limit; ++c) {
+      for (std::int64_t c = first; c < limit; ++c) {
         if (std::isnan(x[c]))
           throw Error("stag::BeamSearch: NaN in the logits of row " + std::to_string(r) + " (id " +
                       std::to_string(c) + "): the model's output is not a number");
         m = std::max(m, static_cast<double>(x[c]));
       }
       double sum = 0.0;
-      for (std::int64_t c = o_.eos_id; c < limit; ++c) sum += std::exp(x[c] - m);
+      for (std::int64_t c = first; c < limit; ++c) sum += std::exp(x[c] - m);
       const double lse = m + std::log(sum);
-      for (std::int64_t c = o_.eos_id; c < limit; ++c)
+      for (std::int64_t c = first; c < limit; ++c)
         cands.push_back({beams_[r].log_prob + (x[c] - lse), r, static_cast<std::int32_t>(c)});
     }
     const std::size_t keep = std::min(cands.size(), 2 * k);

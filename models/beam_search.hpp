@@ -7,8 +7,10 @@
 //
 // The rules (those of fairseq and Hugging Face's BeamSearchScorer):
 // - Scores: a hypothesis' log-probability is the sum of its tokens' log-softmax over the
-//   allowed ids ([eos_id, vocab_limit): ids below <eos>, padding and <bos>, are never
-//   produced); it ranks by log_prob / length^length_penalty, the length counting <eos>
+//   allowed ids ([first_id, vocab_limit); first_id is eos_id unless given, as stag's
+//   tokenisers put padding and <bos> below <eos>, which are never produced; a Hugging Face
+//   vocabulary allows every id, first_id 0); it ranks by log_prob / length^length_penalty,
+//   the length counting <eos>
 //   (length_penalty 0: the plain sum, which favours short outputs; 1: the mean).
 // - Each step ranks the 2 * beam_size best continuations of the item's live hypotheses. An
 //   <eos> among the first beam_size of them ends a hypothesis (it joins the finished ones,
@@ -42,6 +44,7 @@ struct BeamSearchOptions {
   bool early_stop = false;
   std::int32_t bos_id = 2, eos_id = 3;  // data::kBosId, data::kEosId
   std::int32_t vocab_limit = 0;         // ids from here up are never produced; 0: all
+  std::int32_t first_id = -1;           // ids below it are never produced; -1: eos_id
 };
 
 // One new token, as a streaming callback sees it (Generator, Seq2SeqGenerator).

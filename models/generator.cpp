@@ -512,6 +512,15 @@ std::vector<Hypothesis> Generator::beam_search(std::vector<std::int32_t> prompt,
   check_ids(prompt, "the prompt");
   if (o.vocab_limit == 0 && tokenizer_)
     o.vocab_limit = static_cast<std::int32_t>(tokenizer_->vocab_size());
+  // The model's own <eos> and <bos> (stag's, or a Hugging Face config.json's), and the ids its
+  // vocabulary may produce.
+  if (opts_.eos_id < 0)
+    throw Error(
+        "stag::Generator::beam_search: the model has no end-of-sequence id (config.json's "
+        "eos_token_id) for a hypothesis to finish with");
+  o.eos_id = opts_.eos_id;
+  if (opts_.bos_id >= 0) o.bos_id = opts_.bos_id;
+  if (o.first_id < 0) o.first_id = opts_.first_token_id;
   BeamSearch search(1, o);  // checks the options before any work
   const auto k = static_cast<std::int64_t>(search.rows());
   const auto n = static_cast<std::int64_t>(prompt.size());

@@ -62,6 +62,9 @@ struct GeneratorOptions {
   // Hugging Face model's come from its config.json). -1: the model has none (an empty prompt
   // is then an error; without <eos>, generation stops only at max_new_tokens).
   std::int32_t bos_id = data::kBosId, eos_id = data::kEosId;
+  // The lowest id beam search may produce (BeamSearchOptions::first_id): -1, eos_id, as stag's
+  // tokenisers put padding, unknown and <bos> below <eos>; 0 for a Hugging Face vocabulary.
+  std::int32_t first_token_id = -1;
   // Whether prompts start with <bos> when GenerateOptions::add_bos is unset; unset: as the
   // checkpoint's config says ("add_bos", false when absent).
   std::optional<bool> add_bos = std::nullopt;
@@ -131,7 +134,9 @@ class Generator {
   // Beam search from one prompt (models/beam_search.hpp): the prompt prefilled in each of the
   // beam_size rows, then one step per new token, each row's cache following its hypothesis'
   // parent row. The n-best continuations, best first (ids without <eos>); vocab_limit 0 means
-  // the tokeniser's size. The text of a hypothesis: tokenizer()->decode(h.ids).
+  // the tokeniser's size; eos_id and bos_id are the generator's (eos_id(), bos_id()), first_id
+  // unless given GeneratorOptions::first_token_id. The text of a hypothesis:
+  // tokenizer()->decode(h.ids).
   std::vector<Hypothesis> beam_search(std::vector<std::int32_t> prompt, BeamSearchOptions o);
 
   // The logits [batch = 1, chunk, vocab] after feeding `ids` at positions pos .. pos+chunk-1

@@ -588,6 +588,7 @@ std::unique_ptr<Generator> generator(const fs::path& folder, GeneratorOptions go
   go.bos_id = bos.value_or(-1);
   go.eos_id = m.config.eos_id.value_or(-1);
   go.add_bos = add_bos;
+  go.first_token_id = 0;  // any id may be generated: special ids are anywhere in the vocabulary
   return std::make_unique<Generator>(*m.preset, std::move(m.weights), std::move(tokenizer),
                                      std::move(go));
 }

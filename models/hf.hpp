@@ -95,7 +95,8 @@ std::optional<std::int32_t> template_bos(const std::filesystem::path& folder,
 // (tokenizer.json, or vocab.json + merges.txt; without one, generate from ids), config.json's
 // bos_token_id and eos_token_id (-1 where absent), and <bos> before prompts when the
 // tokeniser's template puts it there: `go`'s bos_id, eos_id and add_bos are set from the
-// folder, its other fields kept. The presets must outlive the Generator.
+// folder, first_token_id to 0 (beam search may produce any id), its other fields kept. The presets
+// must outlive the Generator.
 std::unique_ptr<Generator> generator(const std::filesystem::path& folder, GeneratorOptions go = {},
                                      std::span<const LmPreset> presets = lm_presets(),
                                      const LoadOptions& o = {});

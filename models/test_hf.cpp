@@ -454,6 +454,42 @@ TEST_CASE("hf::generator runs a GPT-2 folder with its vocab.json and merges.txt"
              Catch::Contains("25 positions"));
 }
 
+TEST_CASE("beam search over a Hugging Face vocabulary: any id, the config's <eos>", "[hf]") {
+  for (const char* name : {"gpt2", "llama"}) {
+    INFO(name);
+    const SafetensorsFile ref =
+        load_safetensors((fixture(name) / "reference.safetensors").string());
+    const hf::HfConfig c = hf::read_config(fixture(name));
+    const std::unique_ptr<Generator> g = hf::generator(fixture(name), {.threads = 1}, kTinyPresets);
+    const std::vector<std::int32_t> prompt = ints(ref.tensors.at("greedy/prompt"));
+    const std::vector<std::int32_t> greedy = ints(ref.tensors.at("greedy/new"));
+    // GPT-2's <eos> is its last id: beam search must draw from every id, not from <eos> up.
+    const auto stop = std::find(greedy.begin(), greedy.end(), *c.eos_id);
+    const std::vector<std::int32_t> want(greedy.begin(), stop);
+    // Beam 1 is greedy decoding: the PyTorch reference's tokens, up to config.json's <eos>.
+    const std::vector<Hypothesis> one =
+        g->beam_search(prompt, {.beam_size = 1, .max_new = static_cast<int>(greedy.size())});
+    REQUIRE(one.size() == 1);
+    CHECK(one[0].ids == want);
+    CHECK(one[0].finished == (stop != greedy.end()));
+    CHECK(std::any_of(want.begin(), want.end(), [&](std::int32_t id) { return id < *c.eos_id; }));
+    const std::vector<Hypothesis> three =
+        g->beam_search(prompt, {.beam_size = 3, .n_best = 3, .max_new = 6});
+    REQUIRE(three.size() == 3);
+    CHECK(three[0].score >= three[1].score);
+    CHECK(three[1].score >= three[2].score);
+  }
+  // A folder whose config.json names no <eos>: nothing to finish with, said so.
+  th::TempDir tmp("hf_beam");
+  const fs::path f = copy_fixture(tmp, "qwen2");
+  edit_config(f, [](nlohmann::json& j) { j.erase("eos_token_id"); });
+  const std::unique_ptr<Generator> q = hf::generator(f, {.threads = 1}, kTinyPresets);
+  CHECK_THAT(th::error_of([&] {
+               q->beam_search({1, 2}, {.beam_size = 2});
+             }),
+             Catch::Contains("the model has no end-of-sequence id"));
+}
+
 TEST_CASE("a tokenizer.json template that starts with a special token puts it before prompts",
           "[hf]") {
   th::TempDir tmp("hf_template");
