@@ -1,13 +1,16 @@
 #!/usr/bin/python3
 # Pretrained-model benchmark (docs/pretrained.md): a Qwen2.5-0.5B-shaped Hugging Face folder with
 # random BF16 weights (its config.json is Qwen2.5-0.5B's, so stag's preset qwen2.5-0.5b runs it),
-# loaded and run by `stag-generate --hf`, next to the PyTorch reference of tools/make_hf_fixtures.py
-# with a key/value cache, in float32 and bfloat16, on the same weights, prompt length and number
-# of new tokens. Prints load time, resident memory, prefill and decode tokens per second.
-# Weights cannot be downloaded here; random ones cost the same to load and run.
+# or with --model gpt2 a GPT-2 (124M) folder with random F32 weights (openai-community/gpt2's
+# config.json and dtype), loaded and run by `stag-generate --hf`, next to the PyTorch reference
+# of tools/make_hf_fixtures.py with a key/value cache, in float32 and bfloat16, on the same
+# weights, prompt length and number of new tokens. Prints load time, resident memory, prefill
+# and decode tokens per second. Weights cannot be downloaded here; random ones cost the same to
+# load and run.
 #
-# Usage: /usr/bin/python3 tools/hf_bench.py [--threads 2] [--prompt 128] [--new 32]
-#            [--stag build/apps/stag-generate] [--folder /tmp/stag_qwen25_05b_random]
+# Usage: /usr/bin/python3 tools/hf_bench.py [--model qwen2.5-0.5b|gpt2] [--threads 2]
+#            [--prompt 128] [--new 32] [--stag build/apps/stag-generate]
+#            [--folder /tmp/stag_<model>_random]
 # Needs Debian's PyTorch (python3-torch, libopenblas0-openmp) and about 6 GB of memory.
 import argparse
 import json
@@ -34,6 +37,51 @@ QWEN25_05B = {
     "tie_word_embeddings": True, "torch_dtype": "bfloat16", "transformers_version": "4.40.1",
     "use_cache": True, "use_sliding_window": False, "vocab_size": 151936,
 }
+
+
+# openai-community/gpt2's config.json.
+GPT2_124M = {
+    "activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "attn_pdrop": 0.1,
+    "bos_token_id": 50256, "embd_pdrop": 0.1, "eos_token_id": 50256, "initializer_range": 0.02,
+    "layer_norm_epsilon": 1e-05, "model_type": "gpt2", "n_ctx": 1024, "n_embd": 768, "n_head": 12,
+    "n_layer": 12, "n_positions": 1024, "resid_pdrop": 0.1, "summary_activation": None,
+    "summary_first_dropout": 0.1, "summary_proj_to_labels": True, "summary_type": "cls_index",
+    "summary_use_proj": True, "vocab_size": 50257,
+}
+
+
+def make_gpt2_folder(folder):
+    """Random F32 weights under GPT2Model's names (as openai-community/gpt2's file), one file."""
+    cfg = GPT2_124M
+    if (folder / "model.safetensors").exists() and json.loads((folder / "config.json").read_text()) == cfg:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    w = {k: t.to(torch.float32) for k, t in fx.make_gpt2_weights(cfg, torch.Generator().manual_seed(0)).items()}
+    (folder / "model.safetensors").write_bytes(fx.safetensors_bytes(w, {"format": "pt"}))
+    (folder / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+
+
+def cached_forward_gpt2(cfg, w, ids, cache, pos):
+    """GPT-2's logits of the last position for ids [1, T] at positions pos..pos+T-1, with the
+    per-layer key/value cache (modeling_gpt2.py's computation)."""
+    d, h_n = cfg["n_embd"], cfg["n_head"]
+    dh, eps, t = d // h_n, cfg["layer_norm_epsilon"], ids.shape[1]
+    x = w["wte.weight"][ids] + w["wpe.weight"][torch.arange(pos, pos + t)]
+    mask = torch.ones(t, pos + t, dtype=torch.bool).tril(diagonal=pos)
+    conv1d = lambda v, p: v @ w[p + ".weight"] + w[p + ".bias"]
+    norm = lambda v, p: torch.nn.functional.layer_norm(v, (d,), w[p + ".weight"], w[p + ".bias"], eps)
+    for layer in range(cfg["n_layer"]):
+        p = f"h.{layer}."
+        q, k, v = (u.view(1, t, h_n, dh).transpose(1, 2) for u in conv1d(norm(x, p + "ln_1"), p + "attn.c_attn").split(d, 2))
+        if layer in cache:
+            k = torch.cat((cache[layer][0], k), dim=2)
+            v = torch.cat((cache[layer][1], v), dim=2)
+        cache[layer] = (k, v)
+        scores = ((q @ k.transpose(2, 3)) / math.sqrt(dh)).masked_fill(~mask, float("-inf"))
+        o = torch.softmax(scores.float(), dim=-1).to(q.dtype) @ v
+        x = x + conv1d(o.transpose(1, 2).reshape(1, t, d), p + "attn.c_proj")
+        x = x + conv1d(fx.gelu_new(conv1d(norm(x, p + "ln_2"), p + "mlp.c_fc")), p + "mlp.c_proj")
+    return norm(x[:, -1:], "ln_f") @ w["wte.weight"].T
 
 
 def make_folder(folder):
@@ -126,14 +174,15 @@ def run_torch(folder, dtype, prompt, new):
     load = time.perf_counter() - t0
     gen = torch.Generator().manual_seed(7)
     ids = torch.randint(0, cfg["vocab_size"], (1, prompt), generator=gen)
+    step = cached_forward_gpt2 if cfg["model_type"] == "gpt2" else cached_forward
     with torch.no_grad():
         cache = {}
         t0 = time.perf_counter()
-        nxt = cached_forward(cfg, w, ids, cache, 0)[0, -1].argmax().view(1, 1)
+        nxt = step(cfg, w, ids, cache, 0)[0, -1].argmax().view(1, 1)
         prefill = time.perf_counter() - t0
         t0 = time.perf_counter()
         for i in range(new - 1):
-            nxt = cached_forward(cfg, w, nxt, cache, prompt + i)[0, -1].argmax().view(1, 1)
+            nxt = step(cfg, w, nxt, cache, prompt + i)[0, -1].argmax().view(1, 1)
         decode = time.perf_counter() - t0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"load_seconds": load, "prefill_tokens_per_s": prompt / prefill,
@@ -146,19 +195,22 @@ def main():
     ap.add_argument("--prompt", type=int, default=128)
     ap.add_argument("--new", type=int, default=32)
     ap.add_argument("--stag", default=str(ROOT / "build" / "apps" / "stag-generate"))
-    ap.add_argument("--folder", default="/tmp/stag_qwen25_05b_random")
+    ap.add_argument("--model", choices=["qwen2.5-0.5b", "gpt2"], default="qwen2.5-0.5b")
+    ap.add_argument("--folder", default=None, help="default: /tmp/stag_<model>_random")
     ap.add_argument("--torch-only", choices=["f32", "bf16"], help=argparse.SUPPRESS)  # one child run
     a = ap.parse_args()
-    folder = Path(a.folder)
+    gpt2 = a.model == "gpt2"
+    folder = Path(a.folder or ("/tmp/stag_gpt2_random" if gpt2 else "/tmp/stag_qwen25_05b_random"))
     if a.torch_only:
         torch.set_num_threads(a.threads)
         dtype = torch.float32 if a.torch_only == "f32" else torch.bfloat16
         print(json.dumps(run_torch(folder, dtype, a.prompt, a.new)))
         return
     t0 = time.perf_counter()
-    make_folder(folder)
+    (make_gpt2_folder if gpt2 else make_folder)(folder)
     size = (folder / "model.safetensors").stat().st_size
-    print(f"folder: {folder} ({size / 2**20:.0f} MiB of BF16 weights; ready in {time.perf_counter() - t0:.1f} s)")
+    print(f"folder: {folder} ({size / 2**20:.0f} MiB of {'F32' if gpt2 else 'BF16'} weights; "
+          f"ready in {time.perf_counter() - t0:.1f} s)")
     print(f"prompt {a.prompt} random tokens, {a.new} new tokens (greedy), {a.threads} threads")
     rows = []
     out, f = run_stag(a.stag, folder, a.threads, a.prompt, a.new)

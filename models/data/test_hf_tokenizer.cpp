@@ -246,7 +246,7 @@ nlohmann::json sentencepiece_json() {
     v[hex] = 3 + b;
   }
   int id = 259;
-  for (const std::string t :
+  for (const std::string& t :
        {kMeta, std::string("h"), std::string("e"), std::string("l"), std::string("o"), kMeta + "h",
         std::string("ll"), kMeta + "he", kMeta + "hell", std::string("\u00e9")})
     v[t] = id++;
