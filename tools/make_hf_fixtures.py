@@ -297,7 +297,7 @@ def make_gpt2_weights(cfg, gen):
     """GPT-2's tensors under GPT2Model's names (as openai-community/gpt2's model.safetensors
     has them), Conv1D weights [in, out]."""
     d, v, n_pos = cfg["n_embd"], cfg["vocab_size"], cfg["n_positions"]
-    f = cfg["n_inner"] or 4 * d
+    f = cfg.get("n_inner") or 4 * d
     rand = lambda *shape, std: torch.randn(*shape, generator=gen, dtype=F64) * std
     w = {"wte.weight": rand(v, d, std=0.1), "wpe.weight": rand(n_pos, d, std=0.1),
          "ln_f.weight": 1 + rand(d, std=0.1), "ln_f.bias": rand(d, std=0.1)}
