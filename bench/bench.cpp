@@ -302,7 +302,8 @@ constexpr const char* kUsage = R"(usage: stag-bench [options]
                                  *_bf16: the model under stag::autocast, bf16 matmuls;
                                  *_unfused: the attention chain left unfused, as the
                                  GPU backend runs it)
-  --device cpu|cuda              where the steps run (cuda: the GPU backend, docs/cuda.md)
+  --device cpu|cuda|cuda_interpret  where the steps run (cuda: the GPU backend, docs/cuda.md;
+                                 cuda_interpret: its kernels on the CPU, no GPU, no timing)
   --tf32                         --device cuda: f32 matmuls on TF32 tensor cores
   --mode both|train|infer        the training step, the forward pass, or both
   --threads N                    threads (TBB arena and own kernels; default 2)
@@ -341,9 +342,13 @@ Options parse(int argc, char** argv, std::vector<std::string>& passthrough) {
       o.threads = std::atoi(value().c_str());
     else if (a == "--device") {
       const std::string v = value();
-      if (v != "cpu" && v != "cuda")
-        throw Error("stag-bench: --device must be cpu or cuda, not '" + v + "'");
-      o.device = v == "cuda" ? Device::cuda : Device::cpu;
+      if (v != "cpu" && v != "cuda" && v != "cuda_interpret")
+        throw Error("stag-bench: --device must be cpu, cuda or cuda_interpret, not '" + v + "'");
+      // cuda_interpret: the CUDA kernels run on the CPU (tools/gpu_check.sh --interpret checks
+      // the GPU bundle's steps with it); its timings mean nothing.
+      o.device = v == "cuda"             ? Device::cuda
+                 : v == "cuda_interpret" ? Device::cuda_interpret
+                                         : Device::cpu;
     } else if (a == "--tf32")
       o.tf32 = true;
     else if (a == "--omp")
