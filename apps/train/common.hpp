@@ -11,6 +11,7 @@
 
 #include <stag/autodiff/autocast.hpp>
 #include <stag/models/data/batch.hpp>
+#include <stag/models/lm_presets.hpp>
 #include <stag/runtime/train/trainer.hpp>
 
 #include "options.hpp"
@@ -40,7 +41,12 @@ nlohmann::ordered_json run_config(const RunContext& ctx, const Config& model_con
   j["format"] = "stag-train/1";
   j["task"] = task_name(ctx.task);
   j["preset"] = ctx.opt.model;
-  j["model"] = to_json(model_config);
+  // A language model's config in the library's own form (lm_config_to_json: "arch" by name),
+  // which Generator and stag-generate read back.
+  if constexpr (std::is_same_v<Config, LmConfig>)
+    j["model"] = nlohmann::ordered_json::parse(lm_config_to_json(model_config));
+  else
+    j["model"] = to_json(model_config);
   j["run"] = to_json(ctx.opt);
   return j;
 }
