@@ -210,6 +210,16 @@ constexpr auto gpt2_qkv(Scope s, Tensor<S, T> x) {
                     split_heads<h>(slice<2, 2 * d, 3 * d>(qkv))};
 }
 
+// The block's second half: x + c_proj(gelu_tanh(c_fc(ln_2(x)))), dropout on the sublayer.
+template <auto Dff, class S, DType T>
+constexpr auto gpt2_mlp_residual(Scope s, Tensor<S, T> x, const Gpt2BlockOptions& o) {
+  auto h = layer_norm_layer(s / "ln_2", x, o.eps);
+  Scope m = s / "mlp";
+  auto guard = m.enter();
+  auto f = gelu_tanh(linear_in_out<named_as<dims::d_ff, Dff>>(m / "c_fc", h));
+  return x + maybe_dropout(linear_in_out<last_dim<S>>(m / "c_proj", f), o.dropout);
+}
+
 template <auto H, auto Dff, class S, DType T, class M>
 constexpr auto gpt2_block(Scope s, Tensor<S, T> x, M keep, Gpt2BlockOptions o = {}) {
   STAG_SHAPE_CHECK(S::rank == 3, "stag::gpt2_block: the input must be [batch, seq, d_model]", S,
@@ -234,11 +244,7 @@ constexpr auto gpt2_block(Scope s, Tensor<S, T> x, M keep, Gpt2BlockOptions o = 
       auto out = attention(q, k, v, detail::heads_mask(keep), o.dropout).out;
       x = x + maybe_dropout(linear_in_out<d>(a / "c_proj", merge_heads(out)), o.dropout);
     }
-    auto h2 = layer_norm_layer(s / "ln_2", x, o.eps);
-    Scope m = s / "mlp";
-    auto mlp_guard = m.enter();
-    auto h = gelu_tanh(linear_in_out<named_as<dims::d_ff, Dff>>(m / "c_fc", h2));
-    return x + maybe_dropout(linear_in_out<d>(m / "c_proj", h), o.dropout);
+    return gpt2_mlp_residual<Dff>(s, x, o);
   }
 }
 

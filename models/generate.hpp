@@ -107,11 +107,7 @@ constexpr auto cached_gpt2_block(Scope s, Tensor<S, T> x, const DecodeContext& c
     auto out = sdpa(q, kc, vc, cache_positions(c.pos), {.mask = AttnMask::causal});
     x = x + linear_in_out<d>(a / "c_proj", merge_heads(out));
   }
-  auto h2 = layer_norm_layer(s / "ln_2", x, o.eps);
-  Scope m = s / "mlp";
-  auto mlp_guard = m.enter();
-  auto f = gelu_tanh(linear_in_out<named_as<dims::d_ff, Dff>>(m / "c_fc", h2));
-  return x + linear_in_out<d>(m / "c_proj", f);
+  return gpt2_mlp_residual<Dff>(s, x, o);
 }
 
 // One decode step of language_model<C>: inputs ids [batch, chunk] i32 and pos [batch] i32 (each
@@ -129,7 +125,7 @@ constexpr auto lm_decode_step(Builder& g) {
     auto at = where(lt(c.rope_pos, zero), 0.0, c.rope_pos);  // [B, chunk]
     constexpr int rows = C.max_positions > 0 ? C.max_positions : 1;
     auto x = token_embedding<C.vocab, C.d_model>(g / "wte", ids) +
-             embedding(at, param<Shape<rows, C.d_model>>(g / "wpe", "weight", kEmbeddingInit));
+             learned_positions_at<rows, C.d_model>(g / "wpe", at);
     for (int l = 0; l < C.layers; ++l)
       x = cached_gpt2_block<C.heads, C.d_ff>(g / "h" / l, x, c, {.eps = C.norm_eps});
     return lm_logits<C>(g, layer_norm_layer(g / "ln_f", x, C.norm_eps))

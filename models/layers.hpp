@@ -120,10 +120,15 @@ constexpr auto token_embedding(Scope s, Tensor<S, TI> ids, bool scale_by_sqrt_d 
 
 // Learned positions: a [MaxLen, D] table read at 0 .. len-1 -> [len, D] (len <= MaxLen is
 // checked at run time, like any embedding id).
+// Learned positions at given positions `at` (any shape of ids): the same [MaxLen, D] table.
+template <auto MaxLen, auto D, class S, DType TI>
+constexpr auto learned_positions_at(Scope s, Tensor<S, TI> at) {
+  return embedding(at, param<Shape<MaxLen, D>>(s, "weight", kEmbeddingInit));
+}
+
 template <auto MaxLen, auto D, auto Len>
 constexpr auto learned_positions(Scope s) {
-  auto table = param<Shape<MaxLen, D>>(s, "weight", kEmbeddingInit);
-  return embedding(positions<Len>(*s.b), table);
+  return learned_positions_at<MaxLen, D>(s, positions<Len>(*s.b));
 }
 
 // snippet-begin: docs-transformer-3

@@ -140,18 +140,18 @@ LmConfig lm_config_from_json(std::string_view text) {
         throw Error("stag: model config: \"" + std::string(key) + "\" is " + v.dump() +
                     ", expected \"llama\" or \"gpt2\"");
       member = *a;
-      return;
+    } else {
+      const bool ok = std::is_same_v<M, bool> ? v.is_boolean()
+                      : std::is_integral_v<M> ? v.is_number_integer()
+                                              : v.is_number();
+      if (!ok)
+        throw Error("stag: model config: \"" + std::string(key) + "\" is " + v.dump() +
+                    ", expected " +
+                    (std::is_same_v<M, bool> ? "true or false"
+                     : std::is_integral_v<M> ? "an integer"
+                                             : "a number"));
+      member = v.get<M>();
     }
-    const bool ok = std::is_same_v<M, bool> ? v.is_boolean()
-                    : std::is_integral_v<M> ? v.is_number_integer()
-                                            : v.is_number();
-    if (!ok)
-      throw Error("stag: model config: \"" + std::string(key) + "\" is " + v.dump() +
-                  ", expected " +
-                  (std::is_same_v<M, bool> ? "true or false"
-                   : std::is_integral_v<M> ? "an integer"
-                                           : "a number"));
-    member = v.get<M>();
   });
   return c;
 }

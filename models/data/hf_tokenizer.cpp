@@ -565,50 +565,21 @@ std::vector<std::int32_t> HfTokenizer::encode(std::string_view text, bool split_
 }
 
 std::string HfTokenizer::decode(std::span<const std::int32_t> ids, bool skip_special) const {
-  std::string out;
-  if (metaspace_) {
-    // Replace "▁" -> " ", ByteFallback (a run of byte tokens is its bytes when they are UTF-8,
-    // else one U+FFFD each), Fuse, Strip one leading space.
-    std::string bytes;
-    const auto flush = [&] {
-      if (is_valid_utf8(bytes))
-        out += bytes;
-      else
-        for (std::size_t i = 0; i < bytes.size(); ++i) out += "\uFFFD";
-      bytes.clear();
-    };
-    for (const std::int32_t id : ids) {
-      const std::string& tok = token(id);
-      if (const std::int32_t a = added_at_[static_cast<std::size_t>(id)]; a >= 0) {
-        flush();
-        const AddedToken& added = added_[static_cast<std::size_t>(a)];
-        if (!(skip_special && added.special)) out += added.content;
-        continue;
-      }
-      if (tok.empty())
-        throw Error(std::string(kWho) + "id " + std::to_string(id) +
-                    " has no token in the vocabulary");
-      if (const int b = byte_fallback_ ? byte_of_token(tok) : -1; b >= 0) {
-        bytes.push_back(static_cast<char>(b));
-        continue;
-      }
-      flush();
-      for (std::size_t at = 0; at < tok.size();) {
-        if (tok.compare(at, kMeta.size(), kMeta) == 0) {
-          out.push_back(' ');
-          at += kMeta.size();
-        } else {
-          out.push_back(tok[at++]);
-        }
-      }
-    }
-    flush();
-    if (!out.empty() && out.front() == ' ') out.erase(0, 1);
-    return out;
-  }
+  // SentencePiece-style (Llama 2): Replace "▁" -> " ", ByteFallback (a run of byte tokens is
+  // its bytes when they are UTF-8, else one U+FFFD each), Fuse, Strip one leading space.
+  // Byte-level: each character of a token stands for one byte.
+  std::string out, bytes;
+  const auto flush = [&] {
+    if (is_valid_utf8(bytes))
+      out += bytes;
+    else
+      for (std::size_t i = 0; i < bytes.size(); ++i) out += "\uFFFD";
+    bytes.clear();
+  };
   for (const std::int32_t id : ids) {
     const std::string& tok = token(id);
     if (const std::int32_t a = added_at_[static_cast<std::size_t>(id)]; a >= 0) {
+      flush();
       const AddedToken& added = added_[static_cast<std::size_t>(a)];
       if (!(skip_special && added.special)) out += added.content;
       continue;
@@ -616,13 +587,31 @@ std::string HfTokenizer::decode(std::span<const std::int32_t> ids, bool skip_spe
     if (tok.empty())
       throw Error(std::string(kWho) + "id " + std::to_string(id) +
                   " has no token in the vocabulary");
-    for (const char32_t c : decode_utf8(tok)) {
-      if (c > kMaxByteChar || kCharByte[c] < 0)
-        throw Error(std::string(kWho) + "token " + std::to_string(id) + " (\"" + tok +
-                    "\") is not byte-level text");
-      out.push_back(static_cast<char>(kCharByte[c]));
+    if (!metaspace_) {
+      for (const char32_t c : decode_utf8(tok)) {
+        if (c > kMaxByteChar || kCharByte[c] < 0)
+          throw Error(std::string(kWho) + "token " + std::to_string(id) + " (\"" + tok +
+                      "\") is not byte-level text");
+        out.push_back(static_cast<char>(kCharByte[c]));
+      }
+      continue;
+    }
+    if (const int b = byte_fallback_ ? byte_of_token(tok) : -1; b >= 0) {
+      bytes.push_back(static_cast<char>(b));
+      continue;
+    }
+    flush();
+    for (std::size_t at = 0; at < tok.size();) {
+      if (tok.compare(at, kMeta.size(), kMeta) == 0) {
+        out.push_back(' ');
+        at += kMeta.size();
+      } else {
+        out.push_back(tok[at++]);
+      }
     }
   }
+  flush();
+  if (metaspace_ && !out.empty() && out.front() == ' ') out.erase(0, 1);
   return out;
 }
 
