@@ -10,6 +10,7 @@
 #include <stag/runtime/viz/render.hpp>
 
 #include "common.hpp"
+#include "lm_hf.hpp"
 
 namespace stag::train_app {
 
@@ -262,8 +263,15 @@ namespace {
 template <class Table>
 std::vector<std::pair<std::string, std::string>> describe_presets(const Table& table) {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& p : table)
-    out.emplace_back(std::string(p.name), std::string(p.what) + " " + to_json(*p.config).dump());
+  for (const auto& p : table) {
+    // A language model's config as the library writes it ("arch" by name, not as a number).
+    std::string config;
+    if constexpr (std::is_same_v<std::decay_t<decltype(*p.config)>, LmConfig>)
+      config = lm_config_to_json(*p.config);
+    else
+      config = to_json(*p.config).dump();
+    out.emplace_back(std::string(p.name), std::string(p.what) + " " + config);
+  }
   return out;
 }
 
@@ -273,8 +281,13 @@ std::vector<std::pair<std::string, std::string>> list_presets(Task task) {
   switch (task) {
     case Task::classify:
       return describe_presets(kClassifierPresets);
-    case Task::lm:
-      return describe_presets(kLmTrainPresets);
+    case Task::lm: {
+      auto list = describe_presets(kLmTrainPresets);
+      for (const LmPreset& p : hf_presets_for_training())
+        if (find_hf_trainable(*p.config) != nullptr)
+          list.emplace_back(std::string(p.name), "--init-hf: " + std::string(p.what));
+      return list;
+    }
     case Task::g2p:
       return describe_presets(kSeq2SeqPresets);
     case Task::seq2seq:

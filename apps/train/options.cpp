@@ -59,6 +59,8 @@ RunOptions defaults_for(Task task) {
   o.force = false;
   o.allow_nonfinite = false;
   o.fail_at_chance = false;
+  o.init_hf = "";
+  o.export_hf = "";
   o.out = std::string("runs/") + task_name(task);
   switch (task) {
     case Task::classify:
@@ -172,6 +174,10 @@ const char* help_for(const std::string& field) {
        "classify: start from the encoder of this pretraining checkpoint "
        "(<out>/pretrain.safetensors "
        "of an earlier run with the same preset; its tokenizer is used) instead of pretraining"},
+      {"init_hf",
+       "lm: fine-tune the Hugging Face model in this folder (config.json, safetensors weights, "
+       "tokenizer.json or vocab.json + merges.txt) on --data with its own tokenizer; the "
+       "architecture is the compiled preset its config.json equals (--list-models), not --model"},
       {"eval_every", "Evaluate on the validation split every N steps (0: every epoch)"},
       {"eval_limit",
        "Evaluate on at most N examples (LM: windows) per split during training (0: all)"},
@@ -212,6 +218,10 @@ const char* help_for(const std::string& field) {
       {"export_bf16",
        "Also write the final weights (those reported) as bf16 to this safetensors file: half the "
        "size, no optimizer state; --eval-only --resume and --init-from read it"},
+      {"export_hf",
+       "lm --init-hf: also write the fine-tuned model (the weights reported) as a Hugging Face "
+       "folder here: config.json, model.safetensors under transformers' names (BF16 when the "
+       "source said bfloat16, else F32) and the tokenizer"},
       {"fail_at_chance",
        "Exit with an error (status 3) when the trained model does no better than chance on the "
        "test split: classify's accuracy within 2 points of the majority class's, lm's bits per "
@@ -240,7 +250,9 @@ void validate(const RunOptions& o, Task task) {
       one_of("data", o.data, {"sentiment", "spam", "langid", "zh"});
       break;
     case Task::lm:
-      one_of("data", o.data, {"fortunes", "pydoc"});
+      // fortunes, pydoc, or a text file of the user's (lm.cpp reads it; a name that is neither
+      // is reported there as a missing file).
+      if (o.data.empty()) fail("data", "give fortunes, pydoc or a text file");
       break;
     case Task::g2p:
       one_of("data", o.data, {"cmudict"});
@@ -291,6 +303,22 @@ void validate(const RunOptions& o, Task task) {
     fail(o.pretrain_steps > 0 ? "pretrain-steps" : "init-from", "only classify pretrains");
   if (o.pretrain_steps > 0 && !o.init_from.empty())
     fail("init-from", "give either --init-from or --pretrain-steps, not both");
+  if (task != Task::lm && !o.init_hf.empty()) fail("init-hf", "only lm fine-tunes");
+  if (!o.export_hf.empty() && o.init_hf.empty())
+    fail("export-hf",
+         "writes a fine-tuned Hugging Face model: give the model to start from with --init-hf");
+  if (!o.init_hf.empty()) {
+    if (!o.resume.empty())
+      fail("init-hf",
+           "a fine-tuning run starts from the folder's weights: --resume is not supported with "
+           "it yet (fine-tune again, or --init-hf the folder --export-hf wrote)");
+    if (o.eval_only && !o.export_hf.empty())
+      fail("export-hf", "--eval-only trains nothing to export");
+    if (o.precision != "f32")
+      fail("precision", "--init-hf fine-tunes in f32 (the presets' bf16 graphs are not compiled)");
+    if (o.tokenizer != defaults_for(Task::lm).tokenizer)
+      fail("tokenizer", "--init-hf encodes with the model folder's own tokenizer");
+  }
   if (o.beam < 1 || o.beam > 64) fail("beam", "must be between 1 and 64");
   if (!std::isfinite(o.length_penalty) || o.length_penalty < 0)
     fail("length-penalty", "must be a finite number >= 0");

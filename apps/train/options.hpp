@@ -22,7 +22,8 @@ struct ModelOptions {
       ModelOptions,
       // What to train.
       (std::string,
-       data),  // classify: sentiment, spam, langid, zh; lm: fortunes, pydoc; g2p: cmudict
+       data),  // classify: sentiment, spam, langid, zh; lm: fortunes, pydoc, a text file; g2p:
+               // cmudict
       (std::string, model),       // a compiled preset (see --list-models)
       (std::string, tokenizer),   // char or bpe
       (std::int64_t, bpe_vocab),  // merges learnt until the vocabulary has this many ids
@@ -48,7 +49,8 @@ struct ModelOptions {
       // classify: masked-LM pretraining of the encoder on unlabelled text first.
       (std::int64_t, pretrain_steps),  // 0: none
       (double, pretrain_lr),
-      (std::string, init_from)  // start from this pretrained checkpoint's encoder
+      (std::string, init_from),  // start from this pretrained checkpoint's encoder
+      (std::string, init_hf)     // lm: fine-tune this Hugging Face model folder
   );
 };
 
@@ -75,6 +77,7 @@ struct OutputOptions {
       (std::string,
        dump_logits),  // classify: write 16 validation texts' logits as JSON (for tools/)
       (std::string, export_bf16),  // also write the final weights as bf16 here (no optimizer state)
+      (std::string, export_hf),    // lm --init-hf: write the fine-tuned model as a HF folder here
       (bool, fail_at_chance)       // exit with an error when the model does no better than chance
   );
 };

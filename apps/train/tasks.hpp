@@ -6,6 +6,10 @@
 
 namespace stag::train_app {
 
+// The whole program: parses the command line, runs the task, prints errors; the exit status
+// (77: a data set is not installed; 3: --fail-at-chance and the model learnt nothing).
+int train_main(int argc, char** argv);
+
 int run_classify(RunContext& ctx);
 int run_lm(RunContext& ctx);
 int run_g2p(RunContext& ctx);

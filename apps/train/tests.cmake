@@ -108,6 +108,51 @@ stag_add_checked_test(NAME stag_train.fail_at_chance EXIT 3
   COMMAND ${train} lm ${quick} --limit 100 --max-steps 2 --batch-size 2 --max-len 16 --test-limit 32
     --fail-at-chance --out ${smoke}/at_chance)
 
+# Fine-tuning a Hugging Face model from the command line (--init-hf, --data FILE, --export-hf):
+# stag-train with the presets of the tiny folders of tests/hf/ added (hf_fixtures_main.cpp), on
+# a text file of this repository (docs/training.md, its paragraphs). The models are random, so
+# what is checked is that the run starts from the folder's weights (pretrained_val_loss is
+# theirs), learns (the validation loss falls), and writes a folder that loads back
+# (stag_train.lm_init_hf_export_check).
+add_executable(stag_train_hf_fixtures ${STAG_TRAIN_DIR}/hf_fixtures_main.cpp)
+target_link_libraries(stag_train_hf_fixtures PRIVATE stag_train_app)
+target_include_directories(stag_train_hf_fixtures PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+target_compile_options(stag_train_hf_fixtures PRIVATE -Wall -Wextra)
+add_dependencies(stag_quick stag_train_hf_fixtures)
+set(train_hf $<TARGET_FILE:stag_train_hf_fixtures>)
+set(hf_run ${quick} --data ${PROJECT_SOURCE_DIR}/docs/training.md --max-steps 40 --warmup 4
+  --batch-size 8 --max-len 16 --lr 3e-3 --eval-every 20 --eval-limit 16 --test-limit 32)
+stag_add_checked_test(NAME stag_train.lm_init_hf_llama
+  MATCH "stag-train lm: preset tiny-llama .*pretrained_val_loss: .*val_bpc: .*export_hf: .*export_hf_dtype: BF16"
+  VALUES "val_loss < pretrained_val_loss" ${learnt}
+  COMMAND ${train_hf} lm ${hf_run} --init-hf ${PROJECT_SOURCE_DIR}/tests/hf/llama
+    --out ${smoke}/hf_llama --export-hf ${smoke}/hf_llama/hf)
+# GPT-2 (F32): fine-tuned, exported, and the export evaluated alone gives the same figures.
+stag_add_checked_test(NAME stag_train.lm_init_hf_gpt2_roundtrip
+  MATCH "val_loss: fine-tuned [0-9.]+, exported and loaded back [0-9.]+\n.*export_hf_dtype: F32"
+  VALUES "train_loss_last < train_loss_first"
+  COMMAND sh ${STAG_TRAIN_DIR}/hf_roundtrip_test.sh ${train_hf} ${PROJECT_SOURCE_DIR}/tests/hf/gpt2
+    ${smoke}/hf_gpt2 ${hf_run})
+stag_add_checked_test(NAME stag_train.lm_init_hf_no_tokenizer EXIT error
+  MATCH "no tokenizer.json, and no vocab.json with merges.txt"
+  COMMAND ${train_hf} lm ${hf_run} --init-hf ${PROJECT_SOURCE_DIR}/tests/hf/qwen2
+    --out ${smoke}/hf_qwen2)
+stag_add_checked_test(NAME stag_train.lm_init_hf_positions EXIT error
+  MATCH "--max-len 64 is longer than the 24 learned positions of .*tests/hf/gpt2 \\(n_positions\\)"
+  COMMAND ${train_hf} lm ${quick} --data ${PROJECT_SOURCE_DIR}/docs/training.md --max-len 64
+    --init-hf ${PROJECT_SOURCE_DIR}/tests/hf/gpt2 --out ${smoke}/hf_positions)
+# stag-train itself has no tiny-gpt2: the error names the nearest preset and each field.
+stag_add_checked_test(NAME stag_train.lm_init_hf_no_preset EXIT error
+  MATCH "no compiled-in preset has this gpt2 config; the nearest is gpt2 .*\n  n_embd is 32 in config.json, 768 in preset gpt2\n"
+  COMMAND ${train} lm ${quick} --data ${PROJECT_SOURCE_DIR}/docs/training.md --max-len 16
+    --init-hf ${PROJECT_SOURCE_DIR}/tests/hf/gpt2 --out ${smoke}/hf_not_compiled)
+stag_add_checked_test(NAME stag_train.lm_missing_data EXIT error
+  MATCH "--data '.*no-such.txt' is neither a data set \\(fortunes, pydoc\\) nor a text file"
+  COMMAND ${train} lm --data ${smoke}/no-such.txt --out ${smoke}/lm_missing_data)
+stag_add_checked_test(NAME stag_train.export_hf_alone EXIT error
+  MATCH "--export-hf: writes a fine-tuned Hugging Face model: give the model to start from with --init-hf"
+  COMMAND ${train} lm --export-hf ${smoke}/nowhere --out ${smoke}/export_hf_alone)
+
 # Masked-LM pretraining on the fortunes, then the classifier from it; a second run starts from
 # that checkpoint (--init-from); a preset that differs is refused by name. The masked-LM loss
 # starts near ln(8000) = 8.99 (a uniform guess over the vocabulary).

@@ -1,0 +1,14 @@
+// stag_train_hf_fixtures: stag-train with the presets of the tiny Hugging Face folders of
+// tests/hf/ added (tests/hf_presets.hpp), so that the tests fine-tune them from the command line
+// as a user fine-tunes a real model. A program adds its own sizes the same way.
+#include "hf_presets.hpp"
+#include "lm_hf.hpp"
+#include "tasks.hpp"
+
+int main(int argc, char** argv) {
+  using namespace stag::train_app;
+  const HfTrainable tiny[] = {HfTrain<th::kTinyLlama>::entry(), HfTrain<th::kTinyQwen2>::entry(),
+                              HfTrain<th::kTinyGpt2>::entry()};
+  add_hf_trainables(th::kTinyPresets, tiny);
+  return train_main(argc, argv);
+}

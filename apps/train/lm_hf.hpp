@@ -1,0 +1,52 @@
+// `stag-train lm --init-hf DIR`: the Hugging Face presets stag-train can fine-tune. A model's
+// training graph is compiled into the program that trains it, so each preset here is one
+// translation unit (lm_hf_*.cpp: the largest, SmolLM-135M's 30 layers, needs about 1.1 GB of
+// compiler memory). A program adds its own sizes with add_hf_trainables before train_main, as the
+// tests do with the tiny folders of tests/hf/.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include <stag/graph/graph_view.hpp>
+#include <stag/models/lm.hpp>
+#include <stag/models/lm_presets.hpp>
+#include <stag/runtime/train/trainer.hpp>
+
+namespace stag::train_app {
+
+// The optimizer of every stag-train language model: AdamW whose learning rate, betas and decay
+// are inputs, so that the flags set them without recompiling.
+inline constexpr AdamW kLmOptimizer{.hparams_as_inputs = true};
+
+// A preset stag-train can fine-tune: its config, its forward graph (counted and drawn) and its
+// training graphs (forward, backward, AdamW; f32).
+struct HfTrainable {
+  const LmConfig* config = nullptr;
+  GraphView net;
+  TrainingGraphs (*graphs)() = nullptr;
+};
+
+template <const LmConfig& C>
+struct HfTrain {
+  static constexpr auto net = model([](Builder& g) { return language_model<C>(g); });
+  static TrainingGraphs graphs() { return training_graphs<net, kLmOptimizer>(); }
+  static HfTrainable entry() { return {&C, net, &graphs}; }
+};
+
+// The library's Hugging Face presets (gpt2, smollm-135m, qwen2.5-0.5b, tinyllama-1.1b), each
+// defined in its own lm_hf_*.cpp.
+HfTrainable hf_train_gpt2();
+HfTrainable hf_train_smollm_135m();
+HfTrainable hf_train_qwen25_05b();
+HfTrainable hf_train_tinyllama_11b();
+
+// Adds presets: `presets` (what hf::load matches a config.json against; they must outlive the
+// run) and the training graphs of each (`trainables`, matched by config).
+void add_hf_trainables(std::span<const LmPreset> presets, std::span<const HfTrainable> trainables);
+// The library's presets followed by the added ones.
+std::vector<LmPreset> hf_presets_for_training();
+// The trainable entry for this config, or nullptr.
+const HfTrainable* find_hf_trainable(const LmConfig& c);
+
+}  // namespace stag::train_app
