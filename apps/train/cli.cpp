@@ -50,8 +50,8 @@ int run(int argc, char** argv) {
       "Train the text classifier (prints val_accuracy, test_accuracy, baseline_accuracy)",
       "Train a language model (prints val_bpc, test_bpc, unigram_bpc)",
       "Train a grapheme-to-phoneme Transformer (prints test_per, test_wer)",
-      "Train a Transformer on your own source<TAB>target pairs (prints test_exact_match, "
-      "test_cer, test_chrf and the copy-the-source baseline)"};
+      ("Train a Transformer on your own source<TAB>target pairs (prints test_exact_match, "
+       "test_cer, test_chrf and the copy-the-source baseline)")};
   std::vector<CLI::App*> cmds;
   for (std::size_t i = 0; i < subs.size(); ++i) {
     CLI::App* c = app.add_subcommand(task_name(subs[i].task), about[i]);
