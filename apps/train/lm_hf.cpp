@@ -1,8 +1,6 @@
 // The table of Hugging Face presets stag-train fine-tunes (lm_hf.hpp).
 #include "lm_hf.hpp"
 
-#include <utility>
-
 namespace stag::train_app {
 namespace {
 
@@ -14,12 +12,6 @@ struct Added {
 Added& added() {
   static Added a;
   return a;
-}
-
-const std::vector<HfTrainable>& library_trainables() {
-  static const std::vector<HfTrainable> t = {hf_train_gpt2(), hf_train_smollm_135m(),
-                                             hf_train_qwen25_05b(), hf_train_tinyllama_11b()};
-  return t;
 }
 
 }  // namespace
@@ -36,10 +28,8 @@ std::vector<LmPreset> hf_presets_for_training() {
 }
 
 const HfTrainable* find_hf_trainable(const LmConfig& c) {
-  for (const std::vector<HfTrainable>* list :
-       {&library_trainables(), &std::as_const(added().trainables)})
-    for (const HfTrainable& t : *list)
-      if (t.config == &c) return &t;
+  for (const HfTrainable& t : added().trainables)
+    if (t.config == &c) return &t;
   return nullptr;
 }
 

@@ -35,16 +35,18 @@ struct HfTrain {
 };
 
 // The library's Hugging Face presets (gpt2, smollm-135m, qwen2.5-0.5b, tinyllama-1.1b), each
-// defined in its own lm_hf_*.cpp.
+// defined in its own lm_hf_*.cpp (the library stag_train_hf_presets, which only stag-train links:
+// its main adds them; the tests' programs do not compile them).
 HfTrainable hf_train_gpt2();
 HfTrainable hf_train_smollm_135m();
 HfTrainable hf_train_qwen25_05b();
 HfTrainable hf_train_tinyllama_11b();
 
-// Adds presets: `presets` (what hf::load matches a config.json against; they must outlive the
-// run) and the training graphs of each (`trainables`, matched by config).
+// Adds presets: `presets` (what hf::load matches a config.json against, beyond lm_presets(); they
+// must outlive the run) and the training graphs of each (`trainables`, matched by config). None
+// is added by default.
 void add_hf_trainables(std::span<const LmPreset> presets, std::span<const HfTrainable> trainables);
-// The library's presets followed by the added ones.
+// lm_presets() followed by the added ones.
 std::vector<LmPreset> hf_presets_for_training();
 // The trainable entry for this config, or nullptr.
 const HfTrainable* find_hf_trainable(const LmConfig& c);

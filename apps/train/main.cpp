@@ -4,8 +4,14 @@
 //                                   or a Hugging Face model fine-tuned (--init-hf DIR --data F)
 //   stag-train g2p [flags]          an encoder-decoder Transformer from letters to phonemes
 //   stag-train seq2seq --data F.tsv the same model on a user's source<TAB>target pairs
+#include "lm_hf.hpp"
 #include "tasks.hpp"
 
 int main(int argc, char** argv) {
-  return stag::train_app::train_main(argc, argv);
+  using namespace stag::train_app;
+  // The Hugging Face presets --init-hf fine-tunes (their decode graphs are lm_presets()').
+  const HfTrainable hf[] = {hf_train_gpt2(), hf_train_smollm_135m(), hf_train_qwen25_05b(),
+                            hf_train_tinyllama_11b()};
+  add_hf_trainables({}, hf);
+  return train_main(argc, argv);
 }

@@ -146,6 +146,11 @@ stag_add_checked_test(NAME stag_train.lm_init_hf_no_preset EXIT error
   MATCH "no compiled-in preset has this gpt2 config; the nearest is gpt2 .*\n  n_embd is 32 in config.json, 768 in preset gpt2\n"
   COMMAND ${train} lm ${quick} --data ${PROJECT_SOURCE_DIR}/docs/training.md --max-len 16
     --init-hf ${PROJECT_SOURCE_DIR}/tests/hf/gpt2 --out ${smoke}/hf_not_compiled)
+# stag-train fine-tunes the library's Hugging Face presets (main.cpp adds them).
+stag_add_checked_test(NAME stag_train.lm_list_models
+  MATCH "\nsmollm-135m +--init-hf: Hugging Face SmolLM-135M" "\nqwen2.5-0.5b +--init-hf: "
+    "\ntinyllama-1.1b +--init-hf: " "\ngpt2 +--init-hf: Hugging Face gpt2"
+  COMMAND ${train} lm --list-models)
 stag_add_checked_test(NAME stag_train.lm_missing_data EXIT error
   MATCH "--data '.*no-such.txt' is neither a data set \\(fortunes, pydoc\\) nor a text file"
   COMMAND ${train} lm --data ${smoke}/no-such.txt --out ${smoke}/lm_missing_data)
