@@ -195,9 +195,9 @@ int train_lm(RunContext& ctx, const LmData& d, const nlohmann::ordered_json& con
   print_result("chars_per_token", full_test.chars / ts.count);
   print_result("steps", static_cast<double>(trainer.steps_done()));
   print_throughput(trainer, {vs, ts});
-  print_result("checkpoint", !o.init_hf.empty() && o.eval_only        ? o.init_hf
-                             : o.eval_only                            ? ctx.resume
-                             : o.keep_best && trainer.best_step() > 0 ? best_path(ctx)
+  print_result("checkpoint", !o.init_hf.empty() && o.eval_only && o.resume.empty() ? o.init_hf
+                             : o.eval_only                                         ? ctx.resume
+                             : o.keep_best && trainer.best_step() > 0              ? best_path(ctx)
                                                                       : ctx.checkpoint);
   print_step_memory(trainer);
   export_weights(ctx, trainer);
@@ -298,6 +298,25 @@ std::vector<double> hf_chars_per_id(const data::HfTokenizer& tok, std::optional<
   return chars;
 }
 
+// --init-hf DIR --resume CKPT: the checkpoint must come from a fine-tuning run of the same folder
+// (its tokenizer encodes the text; the weights and optimizer state are the checkpoint's) with the
+// flags that decide the batches.
+void check_hf_resume(const std::string& path, const fs::path& folder, const RunOptions& o) {
+  const nlohmann::json j = nlohmann::json::parse(read_checkpoint_info(path).config_json, nullptr,
+                                                 /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("init_hf") || !j["init_hf"].is_string())
+    throw Error("stag-train lm: --resume " + path +
+                " was not fine-tuned from a Hugging Face folder (its config has no \"init_hf\"): "
+                "resume it without --init-hf");
+  const fs::path was = j["init_hf"].get<std::string>();
+  std::error_code ec1, ec2;
+  if (fs::weakly_canonical(was, ec1) != fs::weakly_canonical(folder, ec2))
+    throw Error("stag-train lm: --resume " + path + " fine-tuned " + was.string() +
+                ", not --init-hf " + folder.string() + ": pass --init-hf " + was.string());
+  const nlohmann::json saved = checkpoint_config(path, "lm", o.model);
+  if (!o.eval_only) check_resume_flags(path, saved, o);
+}
+
 // --init-hf DIR: the folder's model (its config.json picks the preset), its tokenizer, its
 // <bos> / <eos> around each document.
 int run_hf(RunContext& ctx) {
@@ -317,6 +336,8 @@ int run_hf(RunContext& ctx) {
                 std::to_string(c.max_positions) + " learned positions of " + folder.string() +
                 " (n_positions)");
   o.model = std::string(m.preset->name);
+  o.tokenizer = "hf";  // what print_model shows, and what --resume compares
+  if (!o.resume.empty()) check_hf_resume(o.resume, folder, o);
   auto tok = std::make_shared<const data::HfTokenizer>(data::HfTokenizer::load(folder));
   const std::optional<std::int32_t> bos = hf::template_bos(folder, *tok), eos = m.config.eos_id;
 
@@ -345,15 +366,22 @@ int run_hf(RunContext& ctx) {
   nlohmann::ordered_json config = run_config(ctx, c);
   config["init_hf"] = fs::absolute(folder).string();
   config["tokenizer"] = {{"kind", "hf"}, {"folder", fs::absolute(folder).string()}};
-  o.tokenizer = "hf";  // what print_model shows
   const NamedArrays weights = std::move(m.weights);
   return train_lm(ctx, d, config,
                   {.net = trainable->net,
                    .graphs = trainable->graphs(),
                    .d_model = c.d_model,
                    .tokenizer_vocab = tok->vocab_size(),
-                   .init = [&](Trainer& t) { t.init_from(weights); },
-                   .evaluate_first = !o.eval_only,
+                   .init =
+                       [&](Trainer& t) {
+                         if (o.resume.empty())
+                           t.init_from(weights);
+                         else if (o.eval_only)
+                           t.load_weights(o.resume);
+                         else
+                           t.resume(o.resume);
+                       },
+                   .evaluate_first = !o.eval_only && o.resume.empty(),
                    .finish =
                        [&](const Trainer& t) {
                          if (o.export_hf.empty()) return;

@@ -221,7 +221,8 @@ const char* help_for(const std::string& field) {
       {"export_hf",
        "lm --init-hf: also write the fine-tuned model (the weights reported) as a Hugging Face "
        "folder here: config.json, model.safetensors under transformers' names (BF16 when the "
-       "source said bfloat16, else F32) and the tokenizer"},
+       "source said bfloat16, else F32) and the tokenizer; with --eval-only --resume CKPT, "
+       "that checkpoint's weights"},
       {"fail_at_chance",
        "Exit with an error (status 3) when the trained model does no better than chance on the "
        "test split: classify's accuracy within 2 points of the majority class's, lm's bits per "
@@ -308,12 +309,6 @@ void validate(const RunOptions& o, Task task) {
     fail("export-hf",
          "writes a fine-tuned Hugging Face model: give the model to start from with --init-hf");
   if (!o.init_hf.empty()) {
-    if (!o.resume.empty())
-      fail("init-hf",
-           "a fine-tuning run starts from the folder's weights: --resume is not supported with "
-           "it yet (fine-tune again, or --init-hf the folder --export-hf wrote)");
-    if (o.eval_only && !o.export_hf.empty())
-      fail("export-hf", "--eval-only trains nothing to export");
     if (o.precision != "f32")
       fail("precision", "--init-hf fine-tunes in f32 (the presets' bf16 graphs are not compiled)");
     if (o.tokenizer != defaults_for(Task::lm).tokenizer)

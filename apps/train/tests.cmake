@@ -120,13 +120,29 @@ target_include_directories(stag_train_hf_fixtures PRIVATE ${PROJECT_SOURCE_DIR}/
 target_compile_options(stag_train_hf_fixtures PRIVATE -Wall -Wextra)
 add_dependencies(stag_quick stag_train_hf_fixtures)
 set(train_hf $<TARGET_FILE:stag_train_hf_fixtures>)
-set(hf_run ${quick} --data ${PROJECT_SOURCE_DIR}/docs/training.md --max-steps 40 --warmup 4
-  --batch-size 8 --max-len 16 --lr 3e-3 --eval-every 20 --eval-limit 16 --test-limit 32)
+set(hf_base ${quick} --data ${PROJECT_SOURCE_DIR}/docs/training.md --warmup 4 --batch-size 8
+  --max-len 16 --lr 3e-3 --eval-every 20 --eval-limit 16 --test-limit 32)
+set(hf_run ${hf_base} --max-steps 40)
 stag_add_checked_test(NAME stag_train.lm_init_hf_llama
   MATCH "stag-train lm: preset tiny-llama .*pretrained_val_loss: .*val_bpc: .*export_hf: .*export_hf_dtype: BF16"
   VALUES "val_loss < pretrained_val_loss" ${learnt}
   COMMAND ${train_hf} lm ${hf_run} --init-hf ${PROJECT_SOURCE_DIR}/tests/hf/llama
     --out ${smoke}/hf_llama --export-hf ${smoke}/hf_llama/hf)
+# --resume of a fine-tuning run (the folder again for the tokenizer; weights and AdamW's moments
+# from the checkpoint): it goes on from step 40 to 60; --eval-only --resume --export-hf converts
+# the checkpoint to a Hugging Face folder; a checkpoint of another folder is refused by name.
+stag_add_checked_test(NAME stag_train.lm_init_hf_resume DEPENDS stag_train.lm_init_hf_llama
+  NO_MATCH "\nstep 1/" "pretrained_val_loss" VALUES "steps >= 60"
+  COMMAND ${train_hf} lm ${hf_base} --max-steps 60 --init-hf ${PROJECT_SOURCE_DIR}/tests/hf/llama
+    --out ${smoke}/hf_llama --resume ${smoke}/hf_llama/model.safetensors)
+stag_add_checked_test(NAME stag_train.lm_init_hf_checkpoint_export DEPENDS stag_train.lm_init_hf_resume
+  MATCH "checkpoint: .*hf_llama/model.safetensors\n.*export_hf: .*hf_llama/from_checkpoint"
+  COMMAND ${train_hf} lm ${hf_run} --init-hf ${PROJECT_SOURCE_DIR}/tests/hf/llama --eval-only
+    --resume ${smoke}/hf_llama/model.safetensors --export-hf ${smoke}/hf_llama/from_checkpoint)
+stag_add_checked_test(NAME stag_train.lm_init_hf_resume_other_folder DEPENDS stag_train.lm_init_hf_resume
+  EXIT error MATCH "fine-tuned .*tests/hf/llama, not --init-hf .*tests/hf/gpt2: pass --init-hf "
+  COMMAND ${train_hf} lm ${hf_base} --max-steps 60 --init-hf ${PROJECT_SOURCE_DIR}/tests/hf/gpt2
+    --out ${smoke}/hf_llama_other --resume ${smoke}/hf_llama/model.safetensors)
 # GPT-2 (F32): fine-tuned, exported, and the export evaluated alone gives the same figures.
 stag_add_checked_test(NAME stag_train.lm_init_hf_gpt2_roundtrip
   MATCH "val_loss: fine-tuned [0-9.]+, exported and loaded back [0-9.]+\n.*export_hf_dtype: F32"
