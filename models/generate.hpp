@@ -12,9 +12,12 @@
 // symbols: the session binds batch and max_len once (SessionOptions::dims) and makes one plan
 // per chunk length. In each layer the new keys and values are written at pos, then one fused
 // attention op (ops/attention, sdpa over a cache) reads the cache up to each query's
-// position; its cost grows with pos + chunk, not with max_len. Outputs: "logits"
-// [batch, chunk, vocab]. Parameter names are those of language_model<C>, so its checkpoints
-// load.
+// position; its cost grows with pos + chunk, not with max_len. The logits are computed only
+// for the positions a step asks for: select [batch, outs, chunk] (one-hot rows; outs = 1 and the
+// row's last token in a prefill, where the vocabulary head would otherwise be the largest matmul
+// of the step) picks the final hidden states before the head, so "logits" is [batch, outs,
+// vocab]. select_positions / select_all_positions (models/generator.hpp) make it. Parameter
+// names are those of language_model<C>, so its checkpoints load.
 #pragma once
 
 #include <stag/models/lm.hpp>
@@ -24,6 +27,7 @@ namespace stag {
 namespace dims {
 STAG_SYMBOL(chunk);    // tokens fed in one decode step
 STAG_SYMBOL(max_len);  // positions the key/value cache holds
+STAG_SYMBOL(outs);     // positions of a decode step whose logits are computed
 }  // namespace dims
 
 // What every layer of a decode step shares: the position input and what is derived from it.
@@ -110,9 +114,20 @@ constexpr auto cached_gpt2_block(Scope s, Tensor<S, T> x, const DecodeContext& c
   return gpt2_mlp_residual<Dff>(s, x, o);
 }
 
-// One decode step of language_model<C>: inputs ids [batch, chunk] i32 and pos [batch] i32 (each
-// row's position; -1: an inactive row); output and result "logits" [batch, chunk, vocab].
-// Dropout is off (inference).
+// The final hidden states x [batch, chunk, D] of the positions `select` [batch, outs, chunk]
+// picks (one-hot rows): [batch, outs, D]. A one-hot row's product is the picked row exactly
+// (1 x + 0 y in f32).
+template <class S>
+constexpr auto select_positions_of(Builder& g, Tensor<S, DType::f32> x) {
+  using namespace dims;
+  auto select = input<"select", Shape<batch, outs, chunk>, DType::f32>(g);
+  return matmul(select, x).named("selected");
+}
+
+// One decode step of language_model<C>: inputs ids [batch, chunk] i32, pos [batch] i32 (each
+// row's position; -1: an inactive row) and select [batch, outs, chunk] f32 (the positions whose
+// logits are wanted, one-hot); output and result "logits" [batch, outs, vocab]. Dropout is off
+// (inference).
 template <const LmConfig& C>
 constexpr auto lm_decode_step(Builder& g) {
   using namespace dims;
@@ -128,7 +143,7 @@ constexpr auto lm_decode_step(Builder& g) {
              learned_positions_at<rows, C.d_model>(g / "wpe", at);
     for (int l = 0; l < C.layers; ++l)
       x = cached_gpt2_block<C.heads, C.d_ff>(g / "h" / l, x, c, {.eps = C.norm_eps});
-    return lm_logits<C>(g, layer_norm_layer(g / "ln_f", x, C.norm_eps))
+    return lm_logits<C>(g, layer_norm_layer(g / "ln_f", select_positions_of(g, x), C.norm_eps))
         .named("logits")
         .output("logits");
   } else {
@@ -137,7 +152,9 @@ constexpr auto lm_decode_step(Builder& g) {
         .dropout = 0.0, .rope_theta = C.rope_theta, .eps = C.norm_eps, .qkv_bias = C.qkv_bias};
     for (int l = 0; l < C.layers; ++l)
       x = cached_llm_block<C.heads, C.kv_heads, C.d_ff>(g / "layers" / l, x, c, bo);
-    return lm_logits<C>(g, rms_norm_layer(g / "norm", x, bo.eps)).named("logits").output("logits");
+    return lm_logits<C>(g, rms_norm_layer(g / "norm", select_positions_of(g, x), bo.eps))
+        .named("logits")
+        .output("logits");
   }
 }
 

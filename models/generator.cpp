@@ -308,7 +308,34 @@ Array Generator::step(std::span<const std::int32_t> ids, std::int64_t pos) {
               std::span<const std::int32_t>(&p, 1));
 }
 
+Array select_positions(std::span<const std::int32_t> at, std::int64_t chunk) {
+  const auto batch = static_cast<std::int64_t>(at.size());
+  Array s(DType::f32, {batch, 1, chunk});  // zeros
+  float* p = s.data<float>();
+  for (std::int64_t b = 0; b < batch; ++b) {
+    if (at[static_cast<std::size_t>(b)] < 0 || at[static_cast<std::size_t>(b)] >= chunk)
+      throw Error("stag::select_positions: position " +
+                  std::to_string(at[static_cast<std::size_t>(b)]) + " of row " + std::to_string(b) +
+                  " is outside the step's " + std::to_string(chunk) + " tokens");
+    p[b * chunk + at[static_cast<std::size_t>(b)]] = 1.0f;
+  }
+  return s;
+}
+
+Array select_all_positions(std::int64_t batch, std::int64_t chunk) {
+  Array s(DType::f32, {batch, chunk, chunk});  // zeros
+  float* p = s.data<float>();
+  for (std::int64_t b = 0; b < batch; ++b)
+    for (std::int64_t t = 0; t < chunk; ++t) p[(b * chunk + t) * chunk + t] = 1.0f;
+  return s;
+}
+
 Array Generator::step(const Array& ids, std::span<const std::int32_t> pos) {
+  return step(ids, pos, {});
+}
+
+Array Generator::step(const Array& ids, std::span<const std::int32_t> pos,
+                      std::span<const std::int32_t> at) {
   if (ids.rank() != 2 || ids.dtype() != DType::i32 || ids.dim(1) < 1)
     throw Error("stag::Generator::step: ids must be i32 [batch, chunk] with chunk >= 1, got " +
                 ids.describe());
@@ -329,7 +356,12 @@ Array Generator::step(const Array& ids, std::span<const std::int32_t> pos) {
     for (std::int32_t p : pos) last = std::max<std::int64_t>(last, p);
     reserve(last + chunk, batch);
   }
+  if (!at.empty() && static_cast<std::int64_t>(at.size()) != batch)
+    throw Error("stag::Generator::step: " + std::to_string(at.size()) + " output positions for " +
+                std::to_string(batch) + " rows of ids");
   session_->set_input("ids", ids);
+  session_->set_input(
+      "select", at.empty() ? select_all_positions(batch, chunk) : select_positions(at, chunk));
   session_->set_input("pos", Array::from_vector<std::int32_t>(
                                  {batch}, std::vector<std::int32_t>(pos.begin(), pos.end())));
   session_->run();
@@ -410,8 +442,9 @@ std::vector<GenerateResult> Generator::generate_ids_batch(
   std::set<std::int64_t> lengths{1, chunk};
   if (p_max % chunk != 0) lengths.insert(p_max % chunk);
   const std::vector<std::int32_t> idle(n, -1);
+  const std::vector<std::int32_t> first_out(n, 0);
   for (std::int64_t len : lengths)
-    step(Array(DType::i32, {static_cast<std::int64_t>(n), len}), idle);
+    step(Array(DType::i32, {static_cast<std::int64_t>(n), len}), idle, first_out);
   for (GenerateResult& r : res) r.setup_seconds = seconds_since(t0);
 
   // Each row: the tokens in its cache (the position of the next token fed), and whether it
@@ -442,6 +475,7 @@ std::vector<GenerateResult> Generator::generate_ids_batch(
     std::int32_t* id = ids.data<std::int32_t>();
     std::vector<std::int32_t> pos(live.size(), -1);
     std::vector<std::int64_t> fresh(live.size(), 0);  // tokens each row feeds this step
+    std::vector<std::int32_t> out(live.size(), 0);    // its last one: the logits wanted
     for (std::size_t i = 0; i < live.size(); ++i) {
       const std::size_t b = live[i];
       if (done[b]) continue;
@@ -460,8 +494,9 @@ std::vector<GenerateResult> Generator::generate_ids_batch(
         id[static_cast<std::int64_t>(i) * width] = res[b].new_ids.back();
       }
       pos[i] = static_cast<std::int32_t>(fed[b]);
+      out[i] = static_cast<std::int32_t>(fresh[i] - 1);
     }
-    const Array logits = step(ids, pos);
+    const Array logits = step(ids, pos, out);  // [rows, 1, vocab]
     const std::int64_t vocab = logits.dim(-1);
     for (std::size_t i = 0; i < live.size(); ++i) {
       const std::size_t b = live[i];
@@ -469,8 +504,7 @@ std::vector<GenerateResult> Generator::generate_ids_batch(
       fed[b] += fresh[i];
       if (fed[b] < static_cast<std::int64_t>(prompts[b].size())) continue;  // prompt not done
       GenerateResult& r = res[b];
-      const float* row =
-          logits.data<float>() + (static_cast<std::int64_t>(i) * width + fresh[i] - 1) * vocab;
+      const float* row = logits.data<float>() + static_cast<std::int64_t>(i) * vocab;
       r.new_ids.push_back(sample_token(std::span<const float>(row, static_cast<std::size_t>(vocab)),
                                        o.sample, r.new_ids.size(), vocab_limit));
       if (r.new_ids.size() == 1) {
@@ -534,12 +568,11 @@ std::vector<Hypothesis> Generator::beam_search(std::vector<std::int32_t> prompt,
   Array ids(DType::i32, {k, n});
   for (std::int64_t r = 0; r < k; ++r)
     std::copy(prompt.begin(), prompt.end(), ids.data<std::int32_t>() + r * n);
-  Array logits = step(ids, std::vector<std::int32_t>(static_cast<std::size_t>(k), 0));
+  Array logits = step(ids, std::vector<std::int32_t>(static_cast<std::size_t>(k), 0),
+                      std::vector<std::int32_t>(static_cast<std::size_t>(k),
+                                                static_cast<std::int32_t>(n - 1)));  // [k, 1, V]
   const std::int64_t v = logits.dim(2);
-  std::vector<float> last(static_cast<std::size_t>(k * v));
-  for (std::int64_t r = 0; r < k; ++r)
-    std::copy_n(logits.data<float>() + (r * n + n - 1) * v, v, last.data() + r * v);
-  search.advance(last, v);
+  search.advance({logits.data<float>(), static_cast<std::size_t>(logits.numel())}, v);
   std::vector<std::int32_t> pos(static_cast<std::size_t>(k));
   while (!search.done()) {
     // Positions 0 .. at-1 hold the prompt and the tokens fed so far; the next one goes at `at`.

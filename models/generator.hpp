@@ -101,6 +101,12 @@ struct GenerateResult {
   }
 };
 
+// The `select` input of a decode step (models/generate.hpp): one-hot rows picking position
+// at[b] (0 .. chunk-1) of each row, [batch, 1, chunk]; or every position, [batch, chunk, chunk]
+// (identities).
+Array select_positions(std::span<const std::int32_t> at, std::int64_t chunk);
+Array select_all_positions(std::int64_t batch, std::int64_t chunk);
+
 class Generator {
  public:
   // From a checkpoint of language_model<C>. Optimizer state in it is ignored; a missing
@@ -146,6 +152,10 @@ class Generator {
   // inactive this step). The session is made for this batch size on first use; a call with
   // another batch size starts a new one (and drops the cache).
   Array step(const Array& ids, std::span<const std::int32_t> pos);
+  // The same, with the logits of one position per row only: [batch, 1, vocab], row b's those
+  // of its token at[b] (0 .. chunk-1) of this step. The vocabulary head then runs on one
+  // position per row instead of chunk (what a prefill needs: its last token's).
+  Array step(const Array& ids, std::span<const std::int32_t> pos, std::span<const std::int32_t> at);
   // Makes sure the cache holds at least `positions` positions for `batch` rows (a new session
   // when it grows or the batch size changes).
   void reserve(std::int64_t positions, std::int64_t batch = 1);

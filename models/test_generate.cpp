@@ -117,7 +117,8 @@ void check_chunks(const GraphView& dec, const NamedArrays& params, const Array& 
         {{"ids", part},
          {"pos", Array::from_vector<std::int32_t>(
                      {ids.dim(0)}, std::vector<std::int32_t>(static_cast<std::size_t>(ids.dim(0)),
-                                                             static_cast<std::int32_t>(pos)))}});
+                                                             static_cast<std::int32_t>(pos)))},
+         {"select", select_all_positions(ids.dim(0), n)}});
     s.run();
     require_logits_close(s.get("logits"), rows_of(want, pos, n),
                          "positions " + std::to_string(pos) + ".." + std::to_string(pos + n - 1));
@@ -184,7 +185,9 @@ void check_ragged_steps(std::uint64_t seed) {
     for (std::int64_t b = 0; b < 2; ++b)
       for (std::int64_t t = 0; t < st.n[b]; ++t)
         part.set(b * st.width + t, ids.at(b * 9 + st.at[b] + t));
-    s.set_inputs({{"ids", part}, {"pos", Array::from<std::int32_t>({2}, {st.at[0], st.at[1]})}});
+    s.set_inputs({{"ids", part},
+                  {"pos", Array::from<std::int32_t>({2}, {st.at[0], st.at[1]})},
+                  {"select", select_all_positions(2, st.width)}});
     s.run();
     const Array got = s.get("logits");
     for (std::int64_t b = 0; b < 2; ++b)
@@ -208,6 +211,39 @@ TEST_CASE("one decode step serves rows at different positions (ragged, padded, i
   check_ragged_steps<kMqa>(17);
 }
 
+// `select` picks the positions whose logits a step computes (a prefill wants its last token's
+// only): the head runs on one row per batch row, and each equals the full forward's logits of
+// that position.
+TEST_CASE("a decode step computes the logits of the positions select picks, and only those",
+          "[generate]") {
+  const NamedArrays params = make_params(full_graph<kGqa>, {}, 21);
+  const Array ids = random_ids(2, 7, kGqa.vocab, 22);
+  const Array want = full_logits(full_graph<kGqa>, params, ids);
+  Session s(lm_decode_graph<kGqa>, {.threads = 1, .dims = {{"batch", 2}, {"max_len", 8}}});
+  for (const auto& [name, a] : params) s.set_param(name, a);
+  const std::vector<std::int32_t> at = {6, 2};
+  s.set_inputs({{"ids", ids},
+                {"pos", Array::from<std::int32_t>({2}, {0, 0})},
+                {"select", select_positions(at, 7)}});
+  s.run();
+  const Array got = s.get("logits");
+  REQUIRE(got.dims() == std::vector<std::int64_t>{2, 1, kGqa.vocab});
+  for (std::int64_t b = 0; b < 2; ++b) {
+    double worst = 0;
+    for (std::int64_t k = 0; k < kGqa.vocab; ++k) {
+      const double w = want.at((b * 7 + at[static_cast<std::size_t>(b)]) * kGqa.vocab + k);
+      worst =
+          std::max(worst, std::abs(got.at(b * kGqa.vocab + k) - w) / std::max(1.0, std::abs(w)));
+    }
+    INFO("row " << b << ", position " << at[static_cast<std::size_t>(b)]
+                << ": largest scaled difference " << worst);
+    REQUIRE(worst <= 2e-5);
+  }
+  const std::vector<std::int32_t> outside = {7};
+  CHECK_THROWS_WITH(select_positions(outside, 7),
+                    Catch::Contains("position 7 of row 0 is outside the step's 7 tokens"));
+}
+
 TEST_CASE("the reference evaluator runs the decode step too (cache in the parameter store)",
           "[generate]") {
   const NamedArrays params = make_params(full_graph<kGqa>, {}, 9);
@@ -220,7 +256,8 @@ TEST_CASE("the reference evaluator runs the decode step too (cache in the parame
     const Evaluation e = evaluate_reference(
         lm_decode_graph<kGqa>,
         {{"ids", Array::from<std::int32_t>({1, 1}, {static_cast<std::int32_t>(ids.at(pos))})},
-         {"pos", Array::from<std::int32_t>({1}, {static_cast<std::int32_t>(pos)})}},
+         {"pos", Array::from<std::int32_t>({1}, {static_cast<std::int32_t>(pos)})},
+         {"select", select_all_positions(1, 1)}},
         store);
     require_logits_close(e["logits"], rows_of(full["logits"], pos, 1),
                          "reference, position " + std::to_string(pos));
@@ -232,17 +269,20 @@ TEST_CASE("a position past the cache is a clear error", "[generate]") {
   Session s(lm_decode_graph<kGqa>, {.threads = 1, .dims = {{"batch", 1}, {"max_len", 4}}});
   for (const auto& [name, a] : params) s.set_param(name, a);
   s.set_inputs({{"ids", Array::from<std::int32_t>({1, 2}, {1, 2})},
-                {"pos", Array::from<std::int32_t>({1}, {3})}});
+                {"pos", Array::from<std::int32_t>({1}, {3})},
+                {"select", select_all_positions(1, 2)}});
   CHECK_THROWS_WITH(
       s.run(),
       Catch::Contains("layers.0.self_attn.k_cache_write: cache_write of 2 row(s) at position 3 "
                       "(batch row 0) does not fit a cache of 4 positions"));
   s.set_inputs({{"ids", Array::from<std::int32_t>({1, 1}, {1})},
-                {"pos", Array::from<std::int32_t>({1}, {-2})}});
+                {"pos", Array::from<std::int32_t>({1}, {-2})},
+                {"select", select_all_positions(1, 1)}});
   CHECK_THROWS_WITH(s.run(), Catch::Contains("at position -2 (batch row 0) does not fit"));
   Session unsized(lm_decode_graph<kGqa>, {.threads = 1});
   unsized.set_inputs({{"ids", Array::from<std::int32_t>({1, 1}, {1})},
-                      {"pos", Array::from<std::int32_t>({1}, {0})}});
+                      {"pos", Array::from<std::int32_t>({1}, {0})},
+                      {"select", select_all_positions(1, 1)}});
   CHECK_THROWS_WITH(
       unsized.run(),
       Catch::Contains("symbol 'max_len' is not determined by any input; pass its value in dims"));
