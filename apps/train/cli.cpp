@@ -1,6 +1,7 @@
 // stag-train's command line (train_main; main.cpp calls it, and so does a program that adds
 // presets first, as the tests' stag_train_hf_fixtures does). Every run-time setting is a flag
 // (see --help of each task); model dims are compiled presets.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -70,8 +71,12 @@ int run(int argc, char** argv) {
     if (!cmds[i]->parsed()) continue;
     Sub& s = subs[i];
     if (s.list) {
-      for (const auto& [name, text] : list_presets(s.task))
-        std::printf("%-8s %s\n", name.c_str(), text.c_str());
+      const auto presets = list_presets(s.task);
+      int width = 8;
+      for (const auto& [name, text] : presets)
+        width = std::max(width, static_cast<int>(name.size()));
+      for (const auto& [name, text] : presets)
+        std::printf("%-*s %s\n", width, name.c_str(), text.c_str());
       return 0;
     }
     validate(s.opt, s.task);
