@@ -1,6 +1,7 @@
 // stag-train's defaults per task (measured to fit the time budgets in docs/training.md), the
 // help text of each flag, and the checks of their values.
 #include <cmath>
+#include <filesystem>
 #include <map>
 
 #include <stag/ops/kernel.hpp>
@@ -308,6 +309,21 @@ void validate(const RunOptions& o, Task task) {
   if (!o.export_hf.empty() && o.init_hf.empty())
     fail("export-hf",
          "writes a fine-tuned Hugging Face model: give the model to start from with --init-hf");
+  if (!o.export_hf.empty()) {
+    // The folder's config.json and model.safetensors would replace the run's own config and
+    // checkpoint (and its optimizer state) if they shared a folder.
+    std::error_code e1, e2;
+    const auto file_in = [](const std::string& dir, std::error_code& ec) {
+      return std::filesystem::weakly_canonical(std::filesystem::path(dir) / "config.json", ec);
+    };
+    const std::filesystem::path out = file_in(o.out, e1), hf = file_in(o.export_hf, e2);
+    if (out == hf)
+      fail("export-hf", "'" + o.export_hf +
+                            "' is --out's folder: its config.json and model.safetensors would "
+                            "replace the run's own config and checkpoint; give a folder of its "
+                            "own, such as " +
+                            o.out + "/hf");
+  }
   if (!o.init_hf.empty()) {
     if (o.precision != "f32")
       fail("precision", "--init-hf fine-tunes in f32 (the presets' bf16 graphs are not compiled)");

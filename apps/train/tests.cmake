@@ -170,6 +170,10 @@ stag_add_checked_test(NAME stag_train.lm_list_models
 stag_add_checked_test(NAME stag_train.lm_missing_data EXIT error
   MATCH "--data '.*no-such.txt' is neither a data set \\(fortunes, pydoc\\) nor a text file"
   COMMAND ${train} lm --data ${smoke}/no-such.txt --out ${smoke}/lm_missing_data)
+stag_add_checked_test(NAME stag_train.export_hf_into_out EXIT error
+  MATCH "--export-hf: '.*hf_same/' is --out's folder: its config.json and model.safetensors would replace the run's own"
+  COMMAND ${train_hf} lm ${hf_run} --init-hf ${PROJECT_SOURCE_DIR}/tests/hf/gpt2
+    --out ${smoke}/hf_same --export-hf ${smoke}/hf_same/)
 stag_add_checked_test(NAME stag_train.export_hf_alone EXIT error
   MATCH "--export-hf: writes a fine-tuned Hugging Face model: give the model to start from with --init-hf"
   COMMAND ${train} lm --export-hf ${smoke}/nowhere --out ${smoke}/export_hf_alone)
