@@ -309,15 +309,7 @@ struct Classify {
       trainer.load_weights(ctx.resume);
     } else {
       if (!ctx.resume.empty()) trainer.resume(ctx.resume);
-      FitOptions fit{.epochs = o.max_steps > 0 ? std::int64_t{1} << 40 : o.epochs,
-                     .max_steps = o.max_steps,
-                     .accumulation = static_cast<int>(o.accumulation),
-                     .eval_every = o.eval_every,
-                     .checkpoint_path = ctx.checkpoint,
-                     .checkpoint_every = o.checkpoint_every,
-                     .best_path = o.keep_best ? best_path(ctx) : std::string()};
-      fit.max_seconds = o.max_seconds;
-      fit.force = o.force;
+      FitOptions fit = fit_options(ctx, "accuracy", true);
       fit.evaluate = [&](Trainer& t) {
         const EvalStats s = t.evaluate(val_quick);
         MetricsRecord r{.split = "valid"};

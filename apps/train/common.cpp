@@ -128,6 +128,23 @@ void check_resume_flags(const std::string& path, const nlohmann::json& config,
                 "the checkpoint's values, or start a new run in another --out");
 }
 
+FitOptions fit_options(const RunContext& ctx, const std::string& best_metric,
+                       bool higher_is_better) {
+  const RunOptions& o = ctx.opt;
+  FitOptions fit{.epochs = o.max_steps > 0 ? std::int64_t{1} << 40 : o.epochs,
+                 .max_steps = o.max_steps,
+                 .accumulation = static_cast<int>(o.accumulation),
+                 .eval_every = o.eval_every,
+                 .checkpoint_path = ctx.checkpoint,
+                 .checkpoint_every = o.checkpoint_every,
+                 .best_path = o.keep_best ? best_path(ctx) : std::string(),
+                 .best_metric = best_metric,
+                 .higher_is_better = higher_is_better};
+  fit.max_seconds = o.max_seconds;
+  fit.force = o.force;
+  return fit;
+}
+
 std::int64_t planned_steps(const RunOptions& o, std::size_t batches_per_epoch) {
   const auto k = static_cast<std::size_t>(o.accumulation);
   const auto per_epoch = static_cast<std::int64_t>((batches_per_epoch + k - 1) / k);

@@ -100,6 +100,11 @@ auto from_checkpoint(const std::string& path, const char* field, F&& read) {
 }
 void check_resume_flags(const std::string& path, const nlohmann::json& config, const RunOptions& o);
 
+// The FitOptions the flags give (epochs or --max-steps, accumulation, evaluation and checkpoint
+// cadence, --keep-best into best_path, --max-seconds, --force); the caller sets `evaluate`.
+FitOptions fit_options(const RunContext& ctx, const std::string& best_metric,
+                       bool higher_is_better);
+
 // Optimizer steps in `epochs` epochs of `batches_per_epoch` micro-batches (or --max-steps).
 std::int64_t planned_steps(const RunOptions& o, std::size_t batches_per_epoch);
 

@@ -125,17 +125,7 @@ struct Seq2SeqTask {
       trainer.load_weights(ctx.resume);
     } else {
       if (!ctx.resume.empty()) trainer.resume(ctx.resume);
-      FitOptions fit{.epochs = o.max_steps > 0 ? std::int64_t{1} << 40 : o.epochs,
-                     .max_steps = o.max_steps,
-                     .accumulation = static_cast<int>(o.accumulation),
-                     .eval_every = o.eval_every,
-                     .checkpoint_path = ctx.checkpoint,
-                     .checkpoint_every = o.checkpoint_every,
-                     .best_path = o.keep_best ? best_path(ctx) : std::string(),
-                     .best_metric = "token_accuracy",
-                     .higher_is_better = true};
-      fit.max_seconds = o.max_seconds;
-      fit.force = o.force;
+      FitOptions fit = fit_options(ctx, "token_accuracy", true);
       fit.evaluate = [&](Trainer& t) {
         const EvalStats s = t.evaluate(quick);
         MetricsRecord r{.split = "valid"};

@@ -159,17 +159,7 @@ int train_lm(RunContext& ctx, const LmData& d, const nlohmann::ordered_json& con
     print_result("pretrained_val_loss", s.loss);
   }
   if (!o.eval_only) {
-    FitOptions fit{.epochs = o.max_steps > 0 ? std::int64_t{1} << 40 : o.epochs,
-                   .max_steps = o.max_steps,
-                   .accumulation = static_cast<int>(o.accumulation),
-                   .eval_every = o.eval_every,
-                   .checkpoint_path = ctx.checkpoint,
-                   .checkpoint_every = o.checkpoint_every,
-                   .best_path = o.keep_best ? best_path(ctx) : std::string(),
-                   .best_metric = "bpc",
-                   .higher_is_better = false};
-    fit.max_seconds = o.max_seconds;
-    fit.force = o.force;
+    FitOptions fit = fit_options(ctx, "bpc", false);
     fit.evaluate = [&](Trainer& t) {
       const EvalStats s = t.evaluate(quick.batches);
       MetricsRecord r{.split = "valid"};
