@@ -27,12 +27,13 @@ t_packages=$(($(date +%s) - t0))
 t0=$(date +%s)
 
 # The real-data tests (the loaders, stag-train's short runs on the sentiment sentences, CMUdict
-# and the fortunes) need the data sets (tools/data.sh: npm and Debian packages, none committed).
+# and the fortunes) and the ONNX export's tests (ONNX Runtime from npm) need the data sets
+# (tools/data.sh: npm and Debian packages, none committed).
 data_failed=0
 if [ -z "${STAG_NO_DATA:-}" ]; then
   (
     command -v npm >/dev/null || stag_install_debs npm || exit 1
-    "$STAG_ROOT/tools/data.sh" --only sentiment,cmudict,fortunes,tokenizers
+    "$STAG_ROOT/tools/data.sh" --only sentiment,cmudict,fortunes,tokenizers,onnxruntime
   ) || {
     data_failed=1
     echo "test.sh: the data sets could not be installed; their tests will be skipped and test.sh will fail" >&2

@@ -1,6 +1,11 @@
 // The op harness: reference f32 vs f64, gradient check, and every registered backend.
 #include "op_harness.hpp"
 
+#include <stag/runtime/onnx/export.hpp>
+
+#include "ort_run.hpp"
+#include "test_files.hpp"
+
 namespace th {
 
 namespace {
@@ -31,9 +36,41 @@ Backend session_backend(stag::Device device, stag::Schedule schedule, std::strin
     return out;
   };
   if (device != stag::Device::cpu)
-    be.unsupported = [device](const stag::GraphView& g) {
+    be.unsupported = [device](const stag::GraphView& g, const stag::EvalOptions&) {
       return stag::device_unsupported(device, g);
     };
+  return be;
+}
+
+// The graph exported to ONNX (its outputs and result) and run by ONNX Runtime; graphs the
+// exporter refuses (gradients, losses, ...) and training runs are skipped with the reason.
+Backend onnx_backend() {
+  Backend be;
+  be.name = "onnx";
+  be.run = [](const stag::GraphView& g, const stag::NamedArrays& inputs,
+              const stag::NamedArrays& params, const stag::EvalOptions& eval) {
+    TempDir tmp("onnx_op");
+    stag::OnnxOptions o;
+    o.dims = eval.dims;
+    stag::export_onnx(g, params, tmp / "op.onnx", o);
+    stag::NamedArrays feed;
+    for (const std::string& name : stag::onnx_inputs(g, o)) feed.emplace(name, inputs.at(name));
+    const stag::NamedArrays got = ort_run(tmp / "op.onnx", feed);
+    std::vector<std::pair<int, stag::Array>> out;
+    bool result_named = false;
+    for (const stag::OutputEntry& e : g.outputs) {  // named as stag::onnx_model names them
+      out.emplace_back(e.node,
+                       got.at(e.grad_of < 0 ? std::string(e.name)
+                                            : std::string(stag::kGradPrefix) + g.name(e.grad_of)));
+      result_named = result_named || e.node == g.result;
+    }
+    if (g.result >= 0 && !result_named) out.emplace_back(g.result, got.at("result"));
+    return out;
+  };
+  be.unsupported = [](const stag::GraphView& g, const stag::EvalOptions& eval) -> std::string {
+    if (eval.training) return "a training run (an exported graph is for inference)";
+    return stag::onnx_unsupported(g);
+  };
   return be;
 }
 
@@ -45,6 +82,13 @@ std::vector<Backend> make_backends() {
       throw std::runtime_error("STAG_TEST_DEVICE=cuda, but " + why);  // never a silent pass
     return {session_backend(stag::Device::cuda, stag::Schedule::sequential, "cuda")};
   }
+  if (dev != nullptr && std::string(dev) == "onnx") {
+    if (ort_dir().empty())  // never a silent pass
+      throw std::runtime_error(
+          "STAG_TEST_DEVICE=onnx, but ONNX Runtime is not installed (tools/data.sh --only "
+          "onnxruntime)");
+    return {onnx_backend()};
+  }
   if (dev != nullptr && std::string(dev) == "cuda_interpret")
     return {session_backend(stag::Device::cuda_interpret, stag::Schedule::sequential,
                             "cuda_interpret")};
@@ -53,9 +97,9 @@ std::vector<Backend> make_backends() {
 }
 }  // namespace
 
-bool skips(const Backend& be, const stag::GraphView& g) {
+bool skips(const Backend& be, const stag::GraphView& g, const stag::EvalOptions& eval) {
   if (!be.unsupported) return false;
-  const std::string why = be.unsupported(g);
+  const std::string why = be.unsupported(g, eval);
   if (why.empty()) return false;
   WARN(be.name << " skips a graph: " << why);
   return true;
@@ -114,7 +158,7 @@ void check_op(const OpCheck& c) {
       const stag::GraphView graphs[2] = {c.forward, c.train};
       for (const stag::GraphView& g : graphs) {
         if (g.size() == 0) continue;
-        if (skips(be, g)) continue;
+        if (skips(be, g, c.eval)) continue;
         const stag::Evaluation ref = stag::evaluate_reference(g, in, params, c.eval);
         for (const auto& [node, value] : be.run(g, in, params, c.eval))
           require_agree(value, ref.node(node), be.tolerance,

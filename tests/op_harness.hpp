@@ -22,16 +22,18 @@ struct Backend {
   double tolerance = 1e-4;  // max abs difference from the reference, relative to max(1, |ref|)
   // Non-empty: why the backend cannot run this graph (an op without a kernel on the device);
   // the harness then warns and checks the other backends.
-  std::function<std::string(const stag::GraphView&)> unsupported;
+  // (The evaluation options too: the ONNX export is for inference and skips training runs.)
+  std::function<std::string(const stag::GraphView&, const stag::EvalOptions&)> unsupported;
 };
 
 // The backends under test: the CPU session (sequential and TBB-parallel), or with
 // STAG_TEST_DEVICE=cuda only the CUDA session (ctest label `cuda`, run where a GPU is), or with
 // STAG_TEST_DEVICE=cuda_interpret only the CUDA backend in interpret mode (label
-// cuda_interpret: the CUDA kernels on the CPU, in every run).
+// cuda_interpret: the CUDA kernels on the CPU, in every run), or with STAG_TEST_DEVICE=onnx only
+// the graph exported to ONNX and run by ONNX Runtime (label onnx: runtime/onnx/export.hpp).
 std::vector<Backend>& backends();
 // True (with a warning naming the reason) when `be` cannot run `g`.
-bool skips(const Backend& be, const stag::GraphView& g);
+bool skips(const Backend& be, const stag::GraphView& g, const stag::EvalOptions& eval = {});
 
 struct OpCheck {
   std::string what;         // shown on failure

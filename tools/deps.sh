@@ -12,9 +12,12 @@ set -euo pipefail
 #                       data-parallel training across processes (mpirun) and its mpi tests
 #   iproute2            the mpi tests across hosts: network namespaces joined by veth pairs
 #                       (tests/mpi/hosts.sh)
+#   libonnx-dev, libprotobuf-dev
+#                       ONNX export (runtime/onnx/): the ModelProto, ONNX's checker and shape
+#                       inference, and protobuf's serialisation
 STAG_DEBS=(cmake g++ make pkg-config libdnnl-dev ocl-icd-opencl-dev libtbb-dev libboost-dev catch2 graphviz
            libgraphviz-dev libexpat1-dev libpcre2-dev libcli11-dev nlohmann-json3-dev libopenmpi-dev openmpi-bin
-           iproute2)
+           iproute2 libonnx-dev libprotobuf-dev)
 # The tests only (test.sh installs them, run.sh does not): clang runs the compile-fail suite a
 # second time, since its expected messages differ from g++'s (tests/CMakeLists.txt); ccache, the
 # compiler cache, makes a rebuild of what was built before (another checkout, a re-laid work

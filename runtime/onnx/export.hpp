@@ -1,0 +1,66 @@
+// ONNX export: a stag inference graph and its weights as an ONNX model (opset 17), for ONNX
+// Runtime and every other runtime that reads ONNX. Library stag_onnx (links Debian's
+// libonnx-dev and libprotobuf); docs/deployment.md.
+//
+//   stag::NamedArrays weights = session.params();
+//   stag::export_onnx(graph, weights, "model.onnx", {.outputs = {"logits"}});
+//
+// - Inputs keep their names, dtypes and shapes; a symbolic dim becomes a dim_param with the
+//   symbol's name (`batch`, `seq`), so one file serves every batch size and length. Sources
+//   whose size is symbolic (positions, causal masks, constants of a symbolic shape, reshapes to
+//   `batch * seq`) read that size from the inputs' shapes at run time.
+// - Parameters become initializers under their stag names (`enc.0.self_attn.w_q.weight`).
+// - Only what the requested outputs need is exported: a classifier's logits need ids and keep,
+//   not its labels.
+// - Dropout is the identity (an exported graph is for inference); the fused attention becomes
+//   the standard-op pattern (MatMul, scale, mask, Softmax, MatMul) with GQA, causal and
+//   sliding-window masks, dense keep masks, cache positions, ALiBi and soft-capping;
+//   rope becomes its cos/sin tables (angles computed in double, as stag's kernels do).
+// - Every op has an exporter or a reason it has none (a static_assert in export.cpp names an op
+//   without either); onnx_unsupported says which node stops an export and why: gradients and
+//   optimizer updates (training graphs), losses, in-place KV cache writes, score_mod / mask_mod
+//   functions (compiled C++ code, not expressible as ONNX ops), bf16 values.
+// - The model passes ONNX's checker and shape inference before it is written; a failure is a
+//   stag::Error with the checker's message.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <stag/graph/graph_view.hpp>
+#include <stag/runtime/bind.hpp>
+
+namespace stag {
+
+struct OnnxOptions {
+  // Graph outputs to export, by name ("logits"); "result" is the graph's result (the node the
+  // model function returned). Empty: every output (a training graph's gradients too, which
+  // onnx_unsupported then refuses) and the result when no named output is the same node.
+  std::vector<std::string> outputs = {};
+  std::string graph_name = "stag";
+  // Symbols no input's shape fixes (a dim only a constant or a parameter has): their values,
+  // written into the model as numbers. A symbol that is neither is an error naming it.
+  std::map<std::string, std::int64_t, std::less<>> dims = {};
+};
+
+inline constexpr int kOnnxOpset = 17;
+
+// Why `g` (the part the outputs need) cannot be exported: the first node that stops it, with
+// its name, op and the reason; empty when it can.
+std::string onnx_unsupported(const GraphView& g, const OnnxOptions& opts = {});
+
+// The names of the graph inputs the exported outputs need: the model's inputs, in graph order.
+std::vector<std::string> onnx_inputs(const GraphView& g, const OnnxOptions& opts = {});
+
+// The serialised ONNX ModelProto. `params` holds every parameter the outputs need, under its
+// graph name, with the graph's shape (a session's params() or a loaded checkpoint).
+std::string onnx_model(const GraphView& g, const NamedArrays& params, const OnnxOptions& opts = {});
+
+// onnx_model written to `path` (through a temporary file renamed into place, so a failed write
+// leaves no partial model).
+void export_onnx(const GraphView& g, const NamedArrays& params, const std::string& path,
+                 const OnnxOptions& opts = {});
+
+}  // namespace stag

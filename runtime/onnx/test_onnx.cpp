@@ -1,0 +1,157 @@
+// The ONNX export against ONNX Runtime (npm onnxruntime-node, an outside implementation of every
+// ONNX op): each bundled model family exported once and run at two lengths from the one file,
+// its outputs within 1e-4 of stag's session. Label onnx (tools/data.sh --only onnxruntime).
+#include <filesystem>
+
+#include <stag/runtime/onnx/export.hpp>
+#include <stag/runtime/sample_inputs.hpp>
+
+#include "harness.hpp"
+#include "hf_presets.hpp"
+#include "ort_run.hpp"
+#include "skip.hpp"
+#include "test_files.hpp"
+
+namespace {
+using namespace stag;
+namespace fs = std::filesystem;
+
+constexpr ClassifierConfig kCls{.vocab = 50,
+                                .max_len = 16,
+                                .d_model = 16,
+                                .heads = 2,
+                                .d_ff = 32,
+                                .layers = 2,
+                                .classes = 3,
+                                .dropout = 0.1};
+constexpr auto cls = model([](Builder& g) { return classifier<kCls>(g); });
+constexpr ClassifierConfig kClsPre{.vocab = 50,
+                                   .max_len = 16,
+                                   .d_model = 16,
+                                   .heads = 4,
+                                   .d_ff = 24,
+                                   .layers = 1,
+                                   .classes = 2,
+                                   .dropout = 0.0,
+                                   .pre_norm = true};
+constexpr auto cls_pre = model([](Builder& g) { return classifier<kClsPre>(g); });
+constexpr TransformerConfig kTf{.src_vocab = 30,
+                                .tgt_vocab = 40,
+                                .d_model = 16,
+                                .heads = 2,
+                                .d_ff = 32,
+                                .enc_layers = 2,
+                                .dec_layers = 2,
+                                .dropout = 0.1};
+constexpr auto tf = model([](Builder& g) { return transformer<kTf>(g); });
+constexpr LmConfig kLm{
+    .vocab = 60, .d_model = 16, .heads = 4, .kv_heads = 2, .d_ff = 32, .layers = 2};
+constexpr auto lm = model([](Builder& g) { return language_model<kLm>(g); });
+constexpr auto gpt2 = model([](Builder& g) { return language_model<th::kTinyGpt2>(g); });
+constexpr auto qwen2 = model([](Builder& g) { return language_model<th::kTinyQwen2>(g); });
+
+#define STAG_NEEDS_ORT()                                                         \
+  if (th::ort_dir().empty())                                                     \
+  STAG_SKIP(                                                                     \
+      "ONNX Runtime is not installed (tools/data.sh --only onnxruntime, or set " \
+      "STAG_ORT_DIR)")
+
+double worst_difference(const Array& got, const Array& want) {
+  REQUIRE(got.dims() == want.dims());
+  const std::vector<double> g = got.to_doubles(), w = want.to_doubles();
+  double worst = 0;
+  for (std::size_t i = 0; i < g.size(); ++i)
+    worst = std::max(worst, std::abs(g[i] - w[i]) / std::max(1.0, std::abs(w[i])));
+  return worst;
+}
+
+// Exports `g`'s `outputs` once, then at each binding of `dims` runs stag's session and ONNX
+// Runtime on the same inputs and compares every output.
+void check_model(const GraphView& g, const std::vector<std::string>& outputs,
+                 const std::vector<DimValues>& bindings, const std::string& what) {
+  INFO(what);
+  th::TempDir tmp("onnx");
+  const fs::path path = tmp.dir / "model.onnx";
+  Session s(g, {.threads = 1, .seed = 3});
+  s.set_inputs(sample_inputs(g, bindings.front()));
+  s.run();
+  export_onnx(g, s.params(), path.string(), {.outputs = outputs});
+  for (const DimValues& dims : bindings) {
+    INFO("batch " << dims.at("batch"));
+    NamedArrays in = sample_inputs(g, dims, {.seed = 5});
+    s.set_inputs(in);
+    s.run();
+    // The model's inputs are the ones its outputs need (a classifier's logits need no labels).
+    NamedArrays feed;
+    for (const std::string& name : {"ids", "keep", "src", "src_keep", "tgt_in", "tgt_keep"})
+      if (g.find(name) >= 0 && in.count(name)) feed.emplace(name, in.at(name));
+    const NamedArrays got = th::ort_run(path.string(), feed);
+    for (const std::string& o : outputs) {
+      INFO("output " << o);
+      REQUIRE(got.count(o) == 1);
+      const double worst = worst_difference(got.at(o), s.get(o));
+      INFO("largest scaled difference " << worst);
+      CHECK(worst <= 1e-4);
+    }
+  }
+}
+
+TEST_CASE("ONNX Runtime runs exported classifiers: logits of padded batches at two lengths",
+          "[onnx]") {
+  STAG_NEEDS_ORT();
+  check_model(cls, {"logits"}, {{{"batch", 3}, {"seq", 7}}, {{"batch", 2}, {"seq", 13}}},
+              "classifier (Post-LN, dropout)");
+  check_model(cls_pre, {"logits"}, {{{"batch", 4}, {"seq", 5}}, {{"batch", 1}, {"seq", 16}}},
+              "classifier (Pre-LN)");
+}
+
+TEST_CASE(
+    "ONNX Runtime runs exported language models: causal attention, rope, GQA, Llama, "
+    "Qwen2 and GPT-2 layouts",
+    "[onnx]") {
+  STAG_NEEDS_ORT();
+  const std::vector<DimValues> b = {{{"batch", 2}, {"seq", 9}}, {{"batch", 3}, {"seq", 4}}};
+  check_model(lm, {"logits"}, b, "lm (GQA 4/2)");
+  check_model(qwen2, {"logits"}, b, "Qwen2 layout (biases, GQA 6/2, untied)");
+  check_model(gpt2, {"logits"}, b, "GPT-2 layout (learned positions, GELU-tanh, tied)");
+}
+
+TEST_CASE("ONNX Runtime runs an exported encoder-decoder: padding, causal and cross attention",
+          "[onnx]") {
+  STAG_NEEDS_ORT();
+  check_model(tf, {"logits"},
+              {{{"batch", 2}, {"src_seq", 7}, {"tgt_seq", 5}},
+               {{"batch", 3}, {"src_seq", 4}, {"tgt_seq", 9}}},
+              "transformer");
+}
+
+// What does not export is refused by name before anything is written.
+TEST_CASE("ONNX export refuses what it cannot export, naming the node and the reason", "[models]") {
+  const std::string loss = onnx_unsupported(cls, {.outputs = {"result"}});
+  CHECK_THAT(loss, Catch::Contains("cross_entropy") && Catch::Contains("a training loss"));
+  CHECK(onnx_unsupported(cls, {.outputs = {"logits"}}).empty());
+  constexpr auto cls_train = grad<cls>();
+  CHECK_THAT(onnx_unsupported(cls_train), Catch::Contains("a training loss"));
+  CHECK_THAT(onnx_unsupported(cls_train, {.outputs = {"grad/tok.weight"}}),
+             Catch::Contains("a gradient op"));
+  CHECK_THAT(th::error_of([&] { onnx_model(cls, {}, {.outputs = {"probs"}}); }),
+             Catch::Contains("no output 'probs'") && Catch::Contains("logits"));
+  CHECK_THAT(th::error_of([&] { onnx_model(cls, {}, {.outputs = {"logits"}}); }),
+             Catch::Contains("parameter 'tok.weight' is missing"));
+  NamedArrays wrong = make_params(cls, {}, 1);
+  wrong.at("head.weight") = Array(DType::f32, {2, 16});
+  CHECK_THAT(th::error_of([&] { onnx_model(cls, wrong, {.outputs = {"logits"}}); }),
+             Catch::Contains("parameter 'head.weight' is f32 [2, 16]"));
+}
+
+TEST_CASE("an exported model names its inputs, symbolic dims and parameters as the graph does",
+          "[models]") {
+  const NamedArrays params = make_params(cls, {}, 1);
+  const std::string bytes = onnx_model(cls, params, {.outputs = {"logits"}});
+  // The serialised strings: the inputs (no label), the dim_params and a parameter's name.
+  for (const char* s : {"ids", "keep", "batch", "seq", "tok.weight", "enc.1.self_attn.w_q.weight"})
+    CHECK(bytes.find(s) != std::string::npos);
+  CHECK(bytes.find("label") == std::string::npos);
+}
+
+}  // namespace
