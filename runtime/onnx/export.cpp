@@ -44,6 +44,12 @@ int onnx_type(DType t) {
   return TensorProto::UNDEFINED;
 }
 
+// A graph input, or a state tensor (a KV cache), which the model takes as an input and gives
+// back updated as an output ("present.<name>").
+bool is_model_input(const GraphView& g, int n) {
+  return (g.node(n).flags & (kFlagInput | kFlagState)) != 0;
+}
+
 class Exporter;
 using ExportFn = void (*)(Exporter&, int);
 
@@ -168,7 +174,7 @@ class Exporter {
   // Where each symbol can be read: an input's axis whose dim is the symbol times a number.
   void find_symbol_sources(const std::vector<char>& needed) {
     for (int n = 0; n < g.size(); ++n) {
-      if (!needed[static_cast<std::size_t>(n)] || !(g.node(n).flags & kFlagInput)) continue;
+      if (!needed[static_cast<std::size_t>(n)] || !is_model_input(g, n)) continue;
       const ShapeV& s = shape(n);
       for (int a = 0; a < s.rank; ++a)
         if (s[a].nsym == 1 && !sym_src_.count(s[a].sym[0]))
@@ -777,6 +783,41 @@ void ex_attention(Exporter& e, int n) {
   e.set(n, "MatMul", {p, v});
 }
 
+// cache_write without side effects: the cache is an input and the updated cache an output
+// (present.<name>). Key slot l of row b takes row l - pos[b] of the new rows when that is in
+// [0, T) and pos[b] >= 0, and keeps the cache's value otherwise.
+void ex_cache_write(Exporter& e, int n) {
+  const ShapeV& cs = e.in_shape(n, 0);
+  const ShapeV& rs = e.in_shape(n, 1);
+  const int rank = cs.rank;
+  const DimV& len = cs[rank - 2];
+  const DimV& t = rs[rank - 2];
+  const std::string pos64 = e.op("Cast", {e.in(n, 2)}, "cache", [&](onnx::NodeProto& nd) {
+    e.attr_i(nd, "to", TensorProto::INT64);
+  });
+  std::vector<std::int64_t> pshape(static_cast<std::size_t>(rank), 1);
+  pshape[0] = -1;  // [B] per row, or one position for every row
+  const std::string pos = e.op("Reshape", {pos64, e.init_i64(pshape)}, "cache");
+  std::vector<std::int64_t> lshape(static_cast<std::size_t>(rank), 1);
+  lshape[static_cast<std::size_t>(rank - 2)] = -1;
+  const std::string slots = e.op("Reshape", {e.range(len), e.init_i64(lshape)}, "cache");
+  const std::string rel = e.op("Sub", {slots, pos}, "cache");  // [B|1, 1.., L, 1]
+  const std::string t1 = e.op("Sub", {e.dim0(t), e.init_i64({1}, true)}, "cache");
+  const std::string zero = e.init_i64({0}, true);
+  const std::string inside = e.op(
+      "And",
+      {e.op("And",
+            {e.op("GreaterOrEqual", {rel, zero}, "cache"), e.op("LessOrEqual", {rel, t1}, "cache")},
+            "cache"),
+       e.op("GreaterOrEqual", {pos, zero}, "cache")},
+      "cache");
+  const std::string idx = e.op("Max", {e.op("Min", {rel, t1}, "cache"), zero}, "cache");
+  const std::string full = e.op("Expand", {idx, e.shape_tensor(cs)}, "cache");
+  const std::string rows = e.op("GatherElements", {e.in(n, 1), full}, "cache",
+                                [&](onnx::NodeProto& nd) { e.attr_i(nd, "axis", rank - 2); });
+  e.set(n, "Where", {inside, rows, e.in(n, 0)});
+}
+
 void ex_cast(Exporter& e, int n) {
   const DType from = e.dtype(e.g.node(n).in[0]), to = e.dtype(n);
   const std::string& x = e.in(n, 0);
@@ -946,9 +987,7 @@ constexpr OnnxSupport entry(OpId op) {
     case OpId::mse_loss:
       return {nullptr, kLoss};
     case OpId::cache_write:
-      return {nullptr,
-              "an in-place KV cache write: the decode step with the cache as explicit inputs "
-              "and outputs is not exported yet"};
+      return {&ex_cache_write};
     case OpId::count:
       break;
   }
@@ -1013,9 +1052,6 @@ std::string node_refusal(const GraphView& g, int n) {
   const Node& nd = g.node(n);
   const OnnxSupport s = entry(op_id(nd.op));
   if (s.fn == nullptr) return s.unsupported;
-  if (nd.flags & kFlagState)
-    return "a state tensor (a KV cache or optimizer moment): the decode step with the cache as "
-           "explicit inputs and outputs is not exported yet";
   if (nd.dtype == DType::bf16)
     return "bf16 values: export the f32 graph (ONNX Runtime's CPU kernels have no bf16 matmul)";
   const OpId id = op_id(nd.op);
@@ -1053,8 +1089,7 @@ std::vector<std::string> onnx_inputs(const GraphView& g, const OnnxOptions& opts
   const std::vector<char> need = needed_nodes(g, chosen_outputs(g, opts));
   std::vector<std::string> names;
   for (int n = 0; n < g.size(); ++n)
-    if (need[static_cast<std::size_t>(n)] && (g.node(n).flags & kFlagInput))
-      names.push_back(g.name(n));
+    if (need[static_cast<std::size_t>(n)] && is_model_input(g, n)) names.push_back(g.name(n));
   return names;
 }
 
@@ -1078,12 +1113,18 @@ std::string onnx_model(const GraphView& g, const NamedArrays& params, const Onnx
   e.find_symbol_sources(need);
   // Inputs first, in graph order, so the model's inputs read like the graph's.
   for (int n = 0; n < g.size(); ++n)
-    if (need[static_cast<std::size_t>(n)] && (g.node(n).flags & kFlagInput)) e.add_input(n);
+    if (need[static_cast<std::size_t>(n)] && is_model_input(g, n)) e.add_input(n);
   for (int n = 0; n < g.size(); ++n) {
-    if (!need[static_cast<std::size_t>(n)] || (g.node(n).flags & kFlagInput)) continue;
+    if (!need[static_cast<std::size_t>(n)] || is_model_input(g, n)) continue;
     entry(op_id(g.node(n).op)).fn(e, n);
   }
   for (const auto& [name, node] : outputs) e.add_output(name, node);
+  // Each state tensor's last write, as present.<name>: the caller feeds it back next step.
+  std::map<int, int> last_write;
+  for (int n = 0; n < g.size(); ++n)
+    if (need[static_cast<std::size_t>(n)] && op_id(g.node(n).op) == OpId::cache_write)
+      last_write[g.node(n).in[0]] = n;
+  for (const auto& [state, node] : last_write) e.add_output("present." + g.name(state), node);
 
   try {
     onnx::checker::check_model(model);

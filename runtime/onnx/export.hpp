@@ -16,10 +16,17 @@
 //   the standard-op pattern (MatMul, scale, mask, Softmax, MatMul) with GQA, causal and
 //   sliding-window masks, dense keep masks, cache positions, ALiBi and soft-capping;
 //   rope becomes its cos/sin tables (angles computed in double, as stag's kernels do).
+// - A decode step (models/generate.hpp: lm_decode_graph) exports with its key/value caches as
+//   explicit inputs (each state tensor under its name, `layers.0.self_attn.k_cache`, [batch,
+//   kv_heads, max_len, head_dim]) and outputs (`present.layers.0.self_attn.k_cache`, the cache
+//   after this step's cache_write): the caller feeds each present.* back as the next step's
+//   input, so generation runs outside stag. The cache has a fixed length (stag's layout, a
+//   "static cache"), not Hugging Face's growing past_key_values; a write past its end, which
+//   stag refuses, is not checked by the exported model.
 // - Every op has an exporter or a reason it has none (a static_assert in export.cpp names an op
 //   without either); onnx_unsupported says which node stops an export and why: gradients and
-//   optimizer updates (training graphs), losses, in-place KV cache writes, score_mod / mask_mod
-//   functions (compiled C++ code, not expressible as ONNX ops), bf16 values.
+//   optimizer updates (training graphs), losses, score_mod / mask_mod functions (compiled C++
+//   code, not expressible as ONNX ops), bf16 values.
 // - The model passes ONNX's checker and shape inference before it is written; a failure is a
 //   stag::Error with the checker's message.
 #pragma once

@@ -3,6 +3,7 @@
 // its outputs within 1e-4 of stag's session. Label onnx (tools/data.sh --only onnxruntime).
 #include <filesystem>
 
+#include <stag/models/generator.hpp>
 #include <stag/runtime/onnx/export.hpp>
 #include <stag/runtime/sample_inputs.hpp>
 
@@ -123,6 +124,71 @@ TEST_CASE("ONNX Runtime runs an exported encoder-decoder: padding, causal and cr
               {{{"batch", 2}, {"src_seq", 7}, {"tgt_seq", 5}},
                {{"batch", 3}, {"src_seq", 4}, {"tgt_seq", 9}}},
               "transformer");
+}
+
+// The decode step with the key/value caches as explicit inputs and outputs (present.<name>),
+// fed back by the caller: greedy generation in ONNX Runtime, token for token as stag's session
+// (which keeps its caches as state), for a Llama-layout (GQA, rope over cache positions) and a
+// GPT-2-layout model (learned positions).
+template <const LmConfig& C>
+void check_decode(const std::string& what) {
+  INFO(what);
+  const GraphView& g = lm_decode_graph<C>;
+  constexpr std::int64_t kBatch = 2, kLen = 24, kPrompt = 5, kSteps = 8;
+  Session s(g, {.threads = 1, .seed = 7, .dims = {{"max_len", kLen}}});
+  th::TempDir tmp("onnx_decode");
+  const std::string path = tmp / "decode.onnx";
+  Array ids = th::random_array(DType::i32, {kBatch, kPrompt}, 11, 0, C.vocab);
+  Array pos = Array::from_vector<std::int32_t>({kBatch}, {0, 0});
+  const std::vector<std::int32_t> last(kBatch, kPrompt - 1);
+  Array select = select_positions(last, kPrompt);
+  NamedArrays caches;  // ONNX Runtime's: zeros, then each step's present.<name>
+  bool exported = false;
+  for (int step = 0; step <= kSteps; ++step) {
+    INFO("step " << step);
+    const NamedArrays in{{"ids", ids}, {"pos", pos}, {"select", select}};
+    s.set_inputs(in);
+    s.run();
+    if (!exported) {  // the weights exist once the session has run
+      export_onnx(g, s.params(), path);
+      for (const std::string& name : onnx_inputs(g))
+        if (!in.count(name)) {
+          const Array& c = s.params().at(name);
+          caches.emplace(name, Array(c.dtype(), c.dims()));  // zero-filled
+        }
+      REQUIRE(caches.size() == 2 * static_cast<std::size_t>(C.layers));
+      exported = true;
+    }
+    NamedArrays feed = in;
+    for (const auto& [name, c] : caches) feed.emplace(name, c);
+    const NamedArrays got = th::ort_run(path, feed);
+    const Array want = s.get("logits");  // [batch, 1, vocab]
+    CHECK(worst_difference(got.at("logits"), want) <= 1e-4);
+    for (auto& [name, c] : caches) c = got.at("present." + name);
+    // Greedy: the next token of each row, which both runtimes must agree on.
+    std::vector<std::int32_t> next(kBatch);
+    for (std::int64_t b = 0; b < kBatch; ++b) {
+      std::int64_t best = 0, best_ort = 0;
+      for (std::int64_t v = 1; v < C.vocab; ++v) {
+        if (want.at(b * C.vocab + v) > want.at(b * C.vocab + best)) best = v;
+        if (got.at("logits").at(b * C.vocab + v) > got.at("logits").at(b * C.vocab + best_ort))
+          best_ort = v;
+      }
+      CHECK(best_ort == best);
+      next[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(best);
+    }
+    ids = Array::from_vector<std::int32_t>({kBatch, 1}, next);
+    const std::int32_t p = static_cast<std::int32_t>(kPrompt + step);
+    pos = Array::from_vector<std::int32_t>({kBatch}, {p, p});
+    select = select_all_positions(kBatch, 1);
+  }
+}
+
+TEST_CASE("ONNX Runtime generates greedily from an exported decode step, token for token as stag",
+          "[onnx]") {
+  STAG_NEEDS_ORT();
+  check_decode<kLm>("lm (GQA 4/2)");
+  check_decode<th::kTinyGpt2>("GPT-2 layout");
 }
 
 // What does not export is refused by name before anything is written.
