@@ -225,6 +225,25 @@ if(TARGET stag-generate)
     NEEDS ${smoke}/seq2seq/model.safetensors MATCH "model: seq2seq small, beam 1; 500 lines"
     COMMAND ${generate} --checkpoint ${smoke}/seq2seq/model.safetensors
       --prompt-file ${smoke}/digits.tsv --threads 1)
+  # stag-export turns each task's checkpoint into ONNX models (checked by ONNX's checker).
+  if(TARGET stag-export)
+    foreach(task classify lm g2p seq2seq)
+      set(out ${smoke}/onnx/${task}.onnx)
+      set(wrote "wrote .*${task}\\.onnx")
+      if(task STREQUAL "g2p" OR task STREQUAL "seq2seq")
+        set(out ${smoke}/onnx/${task})
+        set(wrote "wrote .*${task}/encoder\\.onnx.*wrote .*${task}/decoder\\.onnx")
+      endif()
+      stag_add_checked_test(NAME stag_export.${task} DEPENDS stag_train.${task}
+        NEEDS ${smoke}/${task}/model.safetensors MATCH "${wrote}"
+        COMMAND $<TARGET_FILE:stag-export> --checkpoint ${smoke}/${task}/model.safetensors
+          --out ${out})
+    endforeach()
+    stag_add_checked_test(NAME stag_export.not_a_task EXIT error
+      MATCH "not a stag checkpoint"
+      COMMAND $<TARGET_FILE:stag-export> --checkpoint ${PROJECT_SOURCE_DIR}/tests/hf/gpt2/model.safetensors
+        --out ${smoke}/onnx/none.onnx)
+  endif()
   stag_add_checked_test(NAME stag_train.lm_beam DEPENDS stag_train.lm NEEDS ${lm_ckpt}
     MATCH "1\t-?[0-9.]+\tThe .*2\t-?[0-9.]+\tThe .*model: small, beam 3"
     COMMAND ${generate} --checkpoint ${lm_ckpt} --beam 3 --n-best 2 --max-new-tokens 8

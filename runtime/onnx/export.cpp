@@ -1017,7 +1017,8 @@ std::vector<std::pair<std::string, int>> chosen_outputs(const GraphView& g, cons
     if (g.result >= 0 && !result_named) out.emplace_back("result", g.result);
   } else {
     for (const std::string& name : o.outputs) {
-      const int node = name == "result" ? g.result : g.output(name);
+      int node = name == "result" ? g.result : g.output(name);
+      if (node < 0 && name != "result") node = g.find(name);  // a named intermediate node
       if (node < 0) {
         std::string known;
         for (const OutputEntry& e : g.outputs)

@@ -43,7 +43,8 @@ namespace stag {
 
 struct OnnxOptions {
   // Graph outputs to export, by name ("logits"); "result" is the graph's result (the node the
-  // model function returned). Empty: every output (a training graph's gradients too, which
+  // model function returned); a name that is no output may name a node of the graph
+  // (`decoder.0.cross_attn.k_memory`, what an encoder computes for the decoder). Empty: every output (a training graph's gradients too, which
   // onnx_unsupported then refuses) and the result when no named output is the same node.
   std::vector<std::string> outputs = {};
   std::string graph_name = "stag";
