@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include <stag/models/generator.hpp>
+#include <stag/models/seq2seq_generator.hpp>
 #include <stag/runtime/onnx/export.hpp>
 #include <stag/runtime/sample_inputs.hpp>
 
@@ -189,6 +190,71 @@ TEST_CASE("ONNX Runtime generates greedily from an exported decode step, token f
   STAG_NEEDS_ORT();
   check_decode<kLm>("lm (GQA 4/2)");
   check_decode<th::kTinyGpt2>("GPT-2 layout");
+}
+
+// The encoder-decoder's encoder (memory and each layer's cross-attention keys and values) and
+// decode step (self-attention caches in and out, the memory as inputs), as stag-export writes
+// them: greedy decoding of a padded batch in ONNX Runtime, token for token as stag's
+// Seq2SeqGenerator.
+TEST_CASE("ONNX Runtime translates greedily with an exported encoder and decode step", "[onnx]") {
+  STAG_NEEDS_ORT();
+  const Seq2SeqGraphs gs = seq2seq_graphs<kTf>();
+  const NamedArrays weights = seq2seq_weights(gs, 5);
+  constexpr std::int64_t kBatch = 2, kSrc = 6, kLen = 12, kSteps = 8;
+  th::TempDir tmp("onnx_s2s");
+  OnnxOptions enc{.outputs = {"memory"}};
+  for (int l = 0; l < kTf.dec_layers; ++l)
+    for (const char* kv : {"k_memory", "v_memory"})
+      enc.outputs.push_back("decoder." + std::to_string(l) + ".cross_attn." + kv);
+  export_onnx(gs.encode, weights, tmp / "encoder.onnx", enc);
+  export_onnx(gs.decode, weights, tmp / "decoder.onnx", {.outputs = {"logits"}});
+
+  const Array src = th::random_array(DType::i32, {kBatch, kSrc}, 21, 4, kTf.src_vocab);
+  Array keep(DType::boolean, {kBatch, kSrc});
+  for (std::int64_t i = 0; i < kBatch * kSrc; ++i) keep.set(i, i % kSrc < (i < kSrc ? 6 : 4));
+  Seq2SeqGenerator gen(gs, weights, {.threads = 1});
+  gen.encode(src, keep, 1, kLen);
+  const NamedArrays memory = th::ort_run(tmp / "encoder.onnx", {{"src", src}, {"src_keep", keep}});
+  NamedArrays state;  // the decoder's cache and memory inputs
+  for (const std::string& name : onnx_inputs(gs.decode)) {
+    if (name == "ids" || name == "pos" || name == "src_keep") continue;
+    if (memory.count(name)) {
+      state.emplace(name, memory.at(name));
+    } else {
+      const int n = gs.decode.find(name);
+      REQUIRE(n >= 0);
+      const ShapeV& sh = gs.decode.shape(n);  // [batch, heads, max_len, head_dim]
+      state.emplace(name, Array(DType::f32, {kBatch, sh[1].coef, kLen, sh[3].coef}));
+    }
+  }
+  REQUIRE(state.size() == 4 * static_cast<std::size_t>(kTf.dec_layers));
+  Array ids = Array::from_vector<std::int32_t>({kBatch, 1}, {1, 1});  // <bos>
+  for (std::int32_t step = 0; step < kSteps; ++step) {
+    INFO("step " << step);
+    const std::vector<std::int32_t> p = {step, step};
+    const Array want = gen.step(ids, p);  // [batch, 1, tgt_vocab]
+    NamedArrays feed = state;
+    feed.emplace("ids", ids);
+    feed.emplace("pos", Array::from_vector<std::int32_t>({kBatch}, p));
+    feed.emplace("src_keep", keep);
+    const NamedArrays got = th::ort_run(tmp / "decoder.onnx", feed);
+    CHECK(worst_difference(got.at("logits"), want) <= 1e-4);
+    for (auto& [name, c] : state)
+      if (got.count("present." + name)) c = got.at("present." + name);
+    std::vector<std::int32_t> next(kBatch);
+    for (std::int64_t b = 0; b < kBatch; ++b) {
+      std::int64_t best = 0, best_ort = 0;
+      for (std::int64_t v = 1; v < kTf.tgt_vocab; ++v) {
+        if (want.at(b * kTf.tgt_vocab + v) > want.at(b * kTf.tgt_vocab + best)) best = v;
+        if (got.at("logits").at(b * kTf.tgt_vocab + v) >
+            got.at("logits").at(b * kTf.tgt_vocab + best_ort))
+          best_ort = v;
+      }
+      CHECK(best_ort == best);
+      next[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(best);
+    }
+    ids = Array::from_vector<std::int32_t>({kBatch, 1}, next);
+  }
 }
 
 // What does not export is refused by name before anything is written.
