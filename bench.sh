@@ -4,7 +4,10 @@
 # matmul (f32 and bf16), then the same models in PyTorch (tools/torch_bench.py: hand-written, on
 # nn.Transformer* modules, and under PyTorch's bf16 autocast) at the same shapes and thread count,
 # config by config in one run, and prints one line per figure (`bench.<config>.<metric>: <value>
-# <unit>`, `torch.` for PyTorch) and the ratios, each against the fastest PyTorch variant.
+# <unit>`, `torch.` for PyTorch) and the ratios, each against the fastest PyTorch variant; with
+# ONNX Runtime installed (tools/data.sh --only onnxruntime), also ONNX Runtime on each model's
+# forward pass as stag and as PyTorch export it (`ort.<config>.*`, `ort.<config>_torch.*`) and
+# stag's inference against the fastest non-stag variant (docs/deployment.md).
 #   ./bench.sh [--threads N] [--steps N] [--rounds N] [--schedules] [--no-torch]
 #   ./bench.sh --attn [--threads N] [--attn-steps N] [--attn-lengths 512,1024,...]
 #   ./bench.sh --generate [--threads N] [--gen-lengths 128,1024,4096] [--gen-batches 1,16]
@@ -48,7 +51,7 @@ while [ $# -gt 0 ]; do
     --generate) generate=1; shift ;;
     --gen-lengths) gen_lengths=$2; shift 2 ;;
     --gen-batches) gen_batches=$2; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0" | cut -c3-; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0" | cut -c3-; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -125,14 +128,43 @@ run_torch() {
     "${TORCH[@]}" --config "$1" --variant all --threads "$threads" --steps "$steps" | tee -a "$out"
   fi
 }
+# ONNX Runtime (npm onnxruntime-node, tools/data.sh --only onnxruntime) on each model's forward
+# pass, exported once: by stag (stag-bench --export-onnx: the logits) as ort.<c>.*, and by
+# PyTorch's torch.onnx.export of the hand-written model (opset 14: the loss) as ort.<c>_torch.*,
+# at the same threads (tools/ort_bench.js: median of --steps runs after 3 warm-up runs).
+ort=0
+onnx_dir=$(mktemp -d)
+if [ -f "$STAG_ROOT/data/npm/onnxruntime/.complete" ] && command -v node >/dev/null; then
+  ort=1
+  for c in cls tf gpt; do
+    "$BENCH" --config "$c" --threads "$threads" --export-onnx "$onnx_dir" >/dev/null
+    if [ "$torch" = 1 ]; then
+      "${TORCH[@]}" --config "$c" --threads "$threads" --export-onnx "$onnx_dir" >/dev/null 2>&1 ||
+        echo "bench.sh: torch.onnx.export of $c failed" >&2
+    fi
+  done
+else
+  say "ort: skipped (ONNX Runtime is not installed: tools/data.sh --only onnxruntime)"
+fi
+run_ort() {
+  [ "$ort" = 1 ] || return 0
+  local model
+  for model in "$1" "$1_torch"; do
+    [ -f "$onnx_dir/$model.onnx" ] || continue
+    NODE_PATH="$STAG_ROOT/data/npm/onnxruntime/node_modules" node "$STAG_ROOT/tools/ort_bench.js" \
+      "$onnx_dir/$model.onnx" "$onnx_dir/$model" "ort.$model" "$threads" "$steps" | tee -a "$out"
+  done
+}
 for ((r = 1; r <= rounds; ++r)); do
   [ "$rounds" = 1 ] || say "bench.round: $r"
   for c in peak cls tf gpt; do
     # stag in f32, then under autocast (bf16 matmuls: stag-bench --config <c>_bf16).
     both_stag() { run_stag "$1"; [ "$1" = peak ] || run_stag "$1_bf16"; }
     if ((r % 2)); then both_stag "$c"; run_torch "$c"; else run_torch "$c"; both_stag "$c"; fi
+    [ "$c" = peak ] || run_ort "$c"
   done
 done
+rm -rf "$onnx_dir"
 
 if [ "$schedules" = 1 ]; then
   short=(--steps 10 --warmup 2)
@@ -197,6 +229,26 @@ awk -v threads="$threads" -v rounds="$rounds" -v torch="$torch" '
       print "# medians over " rounds " rounds"
       for (k in n) if (n[k] > 1) printf "%s: %.3f %s\n", k, v[k], unit[k] | "sort"
       close("sort")
+    }
+    # stag inference against ONNX Runtime (the faster of the stag export and the PyTorch
+    # export), and against the fastest non-stag variant of all (PyTorch or ONNX Runtime); f32,
+    # and stag under autocast (bf16 matmuls) against the same f32 ONNX Runtime runs.
+    split("cls tf gpt", ocs, " ")
+    for (i = 1; i <= 3; ++i) {
+      c = ocs[i]; ok = "ort." c ".infer_ms"; tk = "ort." c "_torch.infer_ms"; o = ""
+      if (ok in v && v[ok] > 0) o = ok
+      if (tk in v && v[tk] > 0 && (o == "" || v[tk] < v[o])) o = tk
+      if (o == "") continue
+      r = ratio(o, "bench." c ".infer_ms")
+      line("bench." c ".speedup_infer_vs_ort", r, "x", ">= 1.5x", r >= 1.5)
+      r = ratio(o, "bench." c "_bf16.infer_ms")
+      line("bench." c ".speedup_infer_bf16_vs_ort", r, "x", ">= 1.5x", r >= 1.5)
+      printf "bench.%s.ort_fastest_infer: %s\n", c, o == ok ? "stag_export" : "torch_export"
+      line("bench." c ".ort_stag_export_vs_torch_export", ratio(tk, ok), "x", "", 0)
+      k = best(c, "infer_ms")
+      if (k != "" && v[k] < v[o]) o = k
+      r = ratio(o, "bench." c ".infer_ms")
+      line("bench." c ".speedup_infer_vs_fastest", r, "x", ">= 1.5x", r >= 1.5)
     }
     if (torch != 1) exit
     line("bench.peak.speedup_matmul", ratio("bench.peak.matmul_gflops", "torch.peak.matmul_gflops"), "x", "", 0)

@@ -12,13 +12,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "bench_models.hpp"
 
+#include <stag/runtime/onnx/export.hpp>
 #include <stag/stag.hpp>
 
 namespace {
@@ -26,6 +31,7 @@ using namespace stag;
 
 struct Options {
   std::string config = "all";  // all, peak, cls, tf, gpt
+  std::string export_onnx;     // a folder: write <config>.onnx and its inputs, time nothing
   std::string mode = "both";   // both, train, infer
   int threads = 2;             // TBB arena and own kernels
   int omp = 0;                 // OpenMP threads (oneDNN); 0: the same as threads
@@ -235,6 +241,33 @@ void run_allreduce(const Options& o) {
   }
 }
 
+// The forward graph's logits as DIR/<config>.onnx (the weights of a session made as run_infer
+// makes it) and the inputs they need as DIR/<config>/inputs.json and raw files, the format of
+// tools/ort_bench.js, which times ONNX Runtime on them (./bench.sh).
+void export_onnx_model(const Options& o, const std::string& config, const bench::BenchModel& m) {
+  Session s(m.forward, session_options(o));
+  s.set_inputs(m.inputs);
+  s.run({.training = false});
+  const std::filesystem::path dir = o.export_onnx;
+  std::filesystem::create_directories(dir / config);
+  const OnnxOptions oo{.outputs = {"logits"}};
+  export_onnx(m.forward, s.params(), (dir / (config + ".onnx")).string(), oo);
+  nlohmann::json list = nlohmann::json::array();
+  const char* names[] = {"float32", "float64", "bfloat16", "int32", "int64", "bool"};
+  for (const std::string& name : onnx_inputs(m.forward, oo)) {
+    const Array& a = m.inputs.at(name);
+    const std::string file = name + ".bin";
+    std::ofstream(dir / config / file, std::ios::binary)
+        .write(static_cast<const char*>(a.raw()), static_cast<std::streamsize>(a.bytes()));
+    list.push_back({{"name", name},
+                    {"dtype", names[static_cast<int>(a.dtype())]},
+                    {"dims", a.dims()},
+                    {"file", file}});
+  }
+  std::ofstream(dir / config / "inputs.json") << list.dump();
+  std::printf("bench.%s.onnx_export: %s\n", config.c_str(), (dir / (config + ".onnx")).c_str());
+}
+
 void run_infer(const Options& o, const std::string& config, const bench::BenchModel& m) {
   Session s(m.forward, session_options(o));
   s.set_inputs(m.inputs);
@@ -318,6 +351,8 @@ constexpr const char* kUsage = R"(usage: stag-bench [options]
   --config allreduce             under mpirun: all-reduce latency and bandwidth by size
   --memory-budget-mib M          keep each step's arena within M MiB by recomputing forward
                                  values in the backward pass (SessionOptions::memory_budget)
+  --export-onnx DIR              cls, tf, gpt: write DIR/<config>.onnx (the logits) and the
+                                 inputs in DIR/<config>/ for tools/ort_bench.js; time nothing
   --in-backward                  cls, tf, gpt: the training step updates each parameter as
                                  soon as its gradient is final (AdamW{.in_backward = true})
 )";
@@ -372,6 +407,8 @@ Options parse(int argc, char** argv, std::vector<std::string>& passthrough) {
       o.memory_budget_mib = std::atof(value().c_str());
     else if (a == "--in-backward")
       o.in_backward = true;
+    else if (a == "--export-onnx")
+      o.export_onnx = value();
     else
       throw Error("stag-bench: unknown argument '" + a + "' (try --help)");
     if (a == "--tf32" || a == "--in-backward")
@@ -424,7 +461,9 @@ int main(int argc, char** argv) try {
           "stag-bench: under mpirun, time one --config with --mode train (each rank "
           "would start its own child processes otherwise)");
   }
-  if (o.config == "all" || o.mode == "both") {
+  if (!o.export_onnx.empty() && (o.config == "all" || o.config == "peak"))
+    throw Error("stag-bench: --export-onnx needs one model --config (cls, tf, gpt)");
+  if (o.config == "all" || (o.mode == "both" && o.export_onnx.empty())) {
     std::vector<std::string> configs;
     if (o.config == "all") {
       std::printf("bench.threads: %d\n", o.threads);
@@ -455,7 +494,9 @@ int main(int argc, char** argv) try {
                    "stag-bench: this CPU has no bf16 matmul (oneDNN needs AVX-512 or AMX): %s's "
                    "matmuls widen their operands to f32\n",
                    name.c_str());
-    if (o.mode == "train")
+    if (!o.export_onnx.empty())
+      export_onnx_model(o, name, m);
+    else if (o.mode == "train")
       run_train(o, name, m);
     else if (o.mode == "infer")
       run_infer(o, name, m);

@@ -502,6 +502,42 @@ def run_one(config, mode, variant, args):
         emit(name, "infer_rss_peak_mib", rss_peak_mib(), "MiB")
 
 
+ONNX_INPUTS = {"cls": ["ids", "keep", "label"],
+               "tf": ["src", "src_keep", "tgt_in", "tgt_keep", "tgt_out"],
+               "gpt": ["ids", "targets"]}
+
+
+def export_onnx(args):
+    """The hand-written models exported by torch.onnx.export (opset 14) as DIR/<config>_torch.onnx
+    with their inputs in DIR/<config>_torch/ (inputs.json and raw files), for tools/ort_bench.js:
+    ONNX Runtime on PyTorch's own export, next to stag's (./bench.sh)."""
+    import json
+    import torch
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(1)
+    configs = ["cls", "tf", "gpt"] if args.config == "all" else [args.config]
+    dtypes = {torch.int64: "int64", torch.int32: "int32", torch.bool: "bool", torch.float32: "float32"}
+    for config in configs:
+        model, inputs = build_models()[config, "hand"]()
+        model.eval()
+        out = os.path.join(args.export_onnx, f"{config}_torch")
+        os.makedirs(out, exist_ok=True)
+        path = out + ".onnx"
+        with torch.no_grad():
+            torch.onnx.export(model, tuple(inputs), path, opset_version=14,
+                              input_names=ONNX_INPUTS[config], output_names=["loss"])
+        listing = []
+        for name, t in zip(ONNX_INPUTS[config], inputs):
+            t = t.contiguous()
+            t.numpy().tofile(os.path.join(out, name + ".bin"))
+            listing.append({"name": name, "dtype": dtypes[t.dtype], "dims": list(t.shape),
+                            "file": name + ".bin"})
+        with open(os.path.join(out, "inputs.json"), "w") as f:
+            json.dump(listing, f)
+        print(f"torch.{config}.onnx_export: {path}", flush=True)
+    return 0
+
+
 def check_variants(args):
     """The hand models' weights copied into the modules ones; both in eval mode (no dropout): the
     losses under inference_mode (the modules' fast path) and with autograd (the path training takes),
@@ -592,6 +628,9 @@ def main():
                     help="cuda: models, inputs and optimizer on the GPU (metrics torch.cuda_<config>.*)")
     ap.add_argument("--compile", action="store_true",
                     help="torch.compile the model (metrics torch.compile_<config>.*)")
+    ap.add_argument("--export-onnx", default=None, metavar="DIR",
+                    help="export the hand-written models with torch.onnx.export (opset 14) into DIR, "
+                         "with their inputs, for tools/ort_bench.js, and exit")
     args = ap.parse_args()
     variant = args.variant or ("all" if args.config == "all" else "hand")
     if args.warmup_study and args.label:
@@ -612,6 +651,8 @@ def main():
 
     if args.check_variants:
         return check_variants(args)
+    if args.export_onnx:
+        return export_onnx(args)
 
     if args.config != "all" and args.mode != "both" and variant != "all" and not args.warmup_study:
         if args.config == "gpt" and variant == "modules":
