@@ -5,6 +5,9 @@
 //       classify: logits [batch, classes] from ids [batch, seq] i32 and keep [batch, seq] bool
 //   stag-export --checkpoint runs/lm/model.safetensors --out lm.onnx
 //       lm: the decode step with its key/value caches as inputs and present.* outputs
+//   stag-export --hf ./SmolLM-135M --out smollm.onnx
+//       a Hugging Face folder (a preset of stag-train lm --list-models): its decode step, the
+//       weights beside the model (smollm.onnx.data) once they pass 1 GiB
 //   stag-export --checkpoint runs/g2p/model.safetensors --out g2p
 //       g2p, seq2seq: g2p/encoder.onnx (memory and each decoder layer's cross-attention keys and
 //       values) and g2p/decoder.onnx (the decode step over them, with its caches)
@@ -18,6 +21,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include <stag/models/hf.hpp>
 #include <stag/models/presets.hpp>
 #include <stag/models/seq2seq_generator.hpp>
 #include <stag/runtime/onnx/export.hpp>
@@ -69,8 +73,31 @@ std::string describe(const GraphView& g, const OnnxOptions& o) {
 void write(const GraphView& g, const NamedArrays& weights, const fs::path& path,
            const OnnxOptions& o) {
   export_onnx(g, weights, path.string(), o);
-  std::printf("stag-export: wrote %s (%.1f MB); %s\n", path.c_str(),
-              static_cast<double>(fs::file_size(path)) / 1e6, describe(g, o).c_str());
+  const fs::path data = path.string() + ".data";
+  const bool external = fs::exists(data);  // export_onnx removes a stale one
+  std::printf("stag-export: wrote %s (%.1f MB)%s; %s\n", path.c_str(),
+              static_cast<double>(fs::file_size(path)) / 1e6,
+              external ? (" with its weights in " + data.filename().string() + " (" +
+                          std::to_string(fs::file_size(data) / 1000000) + " MB)")
+                             .c_str()
+                       : "",
+              describe(g, o).c_str());
+}
+
+void print_decode_contract() {
+  std::printf(
+      "stag-export: a decode step: ids [batch, chunk] at positions pos [batch] (-1: an inactive "
+      "row), select [batch, outs, chunk] one-hot (the positions whose logits are computed); "
+      "each cache input comes back as present.<name>, to feed to the next step\n");
+}
+
+int run_hf(const fs::path& folder, const fs::path& out, bool allow_nonfinite) {
+  const hf::Model m = hf::load(folder, lm_presets(), {.allow_nonfinite = allow_nonfinite});
+  std::printf("stag-export: %s is preset %s\n", folder.c_str(),
+              std::string(m.preset->name).c_str());
+  write(m.preset->decode, m.weights, out, {.outputs = {"logits"}});
+  print_decode_contract();
+  return 0;
 }
 
 int run(const std::string& checkpoint, const fs::path& out, bool allow_nonfinite) {
@@ -102,10 +129,7 @@ int run(const std::string& checkpoint, const fs::path& out, bool allow_nonfinite
     const LmPreset& p = require_lm_preset(lm_config_from_json(info.config_json));
     const NamedArrays w = load_weights(checkpoint, {p.decode}, allow_nonfinite);
     write(p.decode, w, out, {.outputs = {"logits"}});
-    std::printf(
-        "stag-export: a decode step: ids [batch, chunk] at positions pos [batch] (-1: an inactive "
-        "row), select [batch, outs, chunk] one-hot (the positions whose logits are computed); "
-        "each cache input comes back as present.<name>, to feed to the next step\n");
+    print_decode_contract();
     return 0;
   }
   if (task == "g2p" || task == "seq2seq") {
@@ -136,11 +160,16 @@ int run(const std::string& checkpoint, const fs::path& out, bool allow_nonfinite
 
 int main(int argc, char** argv) {
   CLI::App app{"stag-export: a stag-train checkpoint as ONNX models (for ONNX Runtime)"};
-  std::string checkpoint, out;
+  std::string checkpoint, hf_folder, out;
   bool allow_nonfinite = false;
-  app.add_option("--checkpoint", checkpoint, "checkpoint (.safetensors) saved by stag-train")
-      ->required()
-      ->check(CLI::ExistingFile);
+  auto* ck =
+      app.add_option("--checkpoint", checkpoint, "checkpoint (.safetensors) saved by stag-train")
+          ->check(CLI::ExistingFile);
+  app.add_option("--hf", hf_folder,
+                 "a Hugging Face model folder (config.json, model.safetensors) of a compiled "
+                 "preset: its decode step")
+      ->check(CLI::ExistingDirectory)
+      ->excludes(ck);
   app.add_option("--out", out,
                  "the .onnx file to write (g2p and seq2seq: a folder for encoder.onnx and "
                  "decoder.onnx)")
@@ -148,7 +177,12 @@ int main(int argc, char** argv) {
   app.add_flag("--allow-nonfinite", allow_nonfinite, "export even if a weight is NaN or infinite");
   CLI11_PARSE(app, argc, argv);
   try {
-    return run(checkpoint, out, allow_nonfinite);
+    if (checkpoint.empty() && hf_folder.empty()) {
+      std::fprintf(stderr, "stag-export: --checkpoint or --hf is required (see --help)\n");
+      return 2;
+    }
+    return hf_folder.empty() ? run(checkpoint, out, allow_nonfinite)
+                             : run_hf(hf_folder, out, allow_nonfinite);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;

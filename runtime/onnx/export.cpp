@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -166,8 +167,31 @@ class Exporter {
     t->set_name(name);
     t->set_data_type(onnx_type(a.dtype()));
     for (std::int64_t d : a.dims()) t->add_dims(d);
-    t->set_raw_data(std::string(static_cast<const char*>(a.raw()), a.bytes()));
+    if (data_ == nullptr || a.bytes() < 1024) {
+      t->set_raw_data(std::string(static_cast<const char*>(a.raw()), a.bytes()));
+      return name;
+    }
+    // ONNX's external data: the bytes in the data file, at an offset aligned to 4 KiB (so a
+    // runtime can map them), the tensor naming the file (relative to the model), offset, length.
+    const std::int64_t offset = (data_offset_ + 4095) / 4096 * 4096;
+    for (; data_offset_ < offset; ++data_offset_) data_->put('\0');
+    data_->write(static_cast<const char*>(a.raw()), static_cast<std::streamsize>(a.bytes()));
+    data_offset_ += static_cast<std::int64_t>(a.bytes());
+    t->set_data_location(TensorProto::EXTERNAL);
+    auto entry = [&](const char* key, const std::string& value) {
+      auto* kv = t->add_external_data();
+      kv->set_key(key);
+      kv->set_value(value);
+    };
+    entry("location", data_location_);
+    entry("offset", std::to_string(offset));
+    entry("length", std::to_string(a.bytes()));
     return name;
+  }
+  // Parameters go to `data` (the file `location`, relative to the model) from now on.
+  void use_external_data(std::ostream* data, std::string location) {
+    data_ = data;
+    data_location_ = std::move(location);
   }
 
   // ---- dims at run time --------------------------------------------------------------------
@@ -324,6 +348,9 @@ class Exporter {
   };
   std::map<SymId, SymSource> sym_src_;
   std::map<std::string, std::string> dim_cache_;
+  std::ostream* data_ = nullptr;
+  std::string data_location_;
+  std::int64_t data_offset_ = 0;
 };
 
 // ---- exporters ---------------------------------------------------------------------------
@@ -1094,7 +1121,11 @@ std::vector<std::string> onnx_inputs(const GraphView& g, const OnnxOptions& opts
   return names;
 }
 
-std::string onnx_model(const GraphView& g, const NamedArrays& params, const OnnxOptions& opts) {
+namespace {
+// The serialised model; with `data`, parameters of 1 KiB or more go there as external data
+// (file `location`).
+std::string build_model(const GraphView& g, const NamedArrays& params, const OnnxOptions& opts,
+                        std::ostream* data, const std::string& location) {
   GOOGLE_PROTOBUF_VERIFY_VERSION;
   if (const std::string why = onnx_unsupported(g, opts); !why.empty()) throw Error(why);
   const auto outputs = chosen_outputs(g, opts);
@@ -1111,6 +1142,7 @@ std::string onnx_model(const GraphView& g, const NamedArrays& params, const Onnx
   gp->set_name(opts.graph_name);
 
   Exporter e(g, &params, opts, gp);
+  if (data != nullptr) e.use_external_data(data, location);
   e.find_symbol_sources(need);
   // Inputs first, in graph order, so the model's inputs read like the graph's.
   for (int n = 0; n < g.size(); ++n)
@@ -1128,36 +1160,95 @@ std::string onnx_model(const GraphView& g, const NamedArrays& params, const Onnx
   for (const auto& [state, node] : last_write) e.add_output("present." + g.name(state), node);
 
   try {
-    onnx::checker::check_model(model);
+    // With external data the checker reads the data file, which is not in place yet:
+    // export_onnx checks the written model from its path instead (check_written).
+    if (data == nullptr) onnx::checker::check_model(model);
     onnx::shape_inference::InferShapes(model);
   } catch (const std::exception& ex) {
     throw Error(std::string("stag: onnx export: the ONNX checker refused the model: ") + ex.what());
   }
+  if (model.ByteSizeLong() > kOnnxInlineLimit)
+    throw Error("stag: onnx export: the model is " + std::to_string(model.ByteSizeLong() >> 20) +
+                " MiB, over protobuf's 2 GiB limit: export_onnx with "
+                "OnnxOptions::external_data writes the weights beside it");
   std::string bytes;
   if (!model.SerializeToString(&bytes))
-    throw Error("stag: onnx export: the model could not be serialised (over 2 GB?)");
+    throw Error("stag: onnx export: the model could not be serialised");
   return bytes;
 }
 
-void export_onnx(const GraphView& g, const NamedArrays& params, const std::string& path,
-                 const OnnxOptions& opts) {
-  const std::string bytes = onnx_model(g, params, opts);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw Error("stag: onnx export: cannot write " + tmp);
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    f.flush();
-    if (!f) {
-      f.close();
-      std::remove(tmp.c_str());
-      throw Error("stag: onnx export: writing " + path + " failed (disk full?)");
-    }
+std::int64_t parameter_bytes(const GraphView& g, const NamedArrays& params) {
+  std::int64_t total = 0;
+  for (int n = 0; n < g.size(); ++n)
+    if (g.node(n).flags & kFlagParam)
+      if (auto it = params.find(g.name(n)); it != params.end())
+        total += static_cast<std::int64_t>(it->second.bytes());
+  return total;
+}
+
+// Writes `bytes` to path's temporary file, checked; the caller renames it into place.
+void write_checked(const std::string& tmp, const std::string& path,
+                   const std::function<void(std::ostream&)>& write) {
+  std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+  if (!f) throw Error("stag: onnx export: cannot write " + tmp);
+  try {
+    write(f);
+  } catch (...) {
+    f.close();
+    std::remove(tmp.c_str());
+    throw;
   }
+  f.flush();
+  if (!f) {
+    f.close();
+    std::remove(tmp.c_str());
+    throw Error("stag: onnx export: writing " + path + " failed (disk full?)");
+  }
+}
+
+void rename_into_place(const std::string& tmp, const std::string& path) {
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());
     throw Error("stag: onnx export: cannot rename " + tmp + " to " + path);
   }
+}
+}  // namespace
+
+std::string onnx_model(const GraphView& g, const NamedArrays& params, const OnnxOptions& opts) {
+  return build_model(g, params, opts, nullptr, {});
+}
+
+void export_onnx(const GraphView& g, const NamedArrays& params, const std::string& path,
+                 const OnnxOptions& opts) {
+  const bool external = opts.external_data || parameter_bytes(g, params) > kOnnxExternalAbove;
+  const std::string data_path = path + ".data";
+  std::string bytes;
+  if (external) {
+    const std::string location = std::filesystem::path(data_path).filename().string();
+    write_checked(data_path + ".tmp", data_path,
+                  [&](std::ostream& f) { bytes = build_model(g, params, opts, &f, location); });
+  } else {
+    bytes = build_model(g, params, opts, nullptr, {});
+  }
+  write_checked(path + ".tmp", path, [&](std::ostream& f) {
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  });
+  if (external) {
+    // The checker resolves the data file from the model's folder: put the data in place, check
+    // the model file, and take both away if it fails.
+    rename_into_place(data_path + ".tmp", data_path);
+    try {
+      onnx::checker::check_model(path + ".tmp");
+    } catch (const std::exception& ex) {
+      std::remove((path + ".tmp").c_str());
+      std::remove(data_path.c_str());
+      throw Error(std::string("stag: onnx export: the ONNX checker refused the model: ") +
+                  ex.what());
+    }
+  }
+  rename_into_place(path + ".tmp", path);
+  // The data file of a model this one replaced, which nothing reads any more.
+  if (!external) std::remove(data_path.c_str());
 }
 
 }  // namespace stag

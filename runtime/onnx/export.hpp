@@ -44,14 +44,23 @@ namespace stag {
 struct OnnxOptions {
   // Graph outputs to export, by name ("logits"); "result" is the graph's result (the node the
   // model function returned); a name that is no output may name a node of the graph
-  // (`decoder.0.cross_attn.k_memory`, what an encoder computes for the decoder). Empty: every output (a training graph's gradients too, which
-  // onnx_unsupported then refuses) and the result when no named output is the same node.
+  // (`decoder.0.cross_attn.k_memory`, what an encoder computes for the decoder). Empty: every
+  // output (a training graph's gradients too, which onnx_unsupported then refuses) and the result
+  // when no named output is the same node.
   std::vector<std::string> outputs = {};
   std::string graph_name = "stag";
   // Symbols no input's shape fixes (a dim only a constant or a parameter has): their values,
   // written into the model as numbers. A symbol that is neither is an error naming it.
   std::map<std::string, std::int64_t, std::less<>> dims = {};
+  // export_onnx: the weights go to `<path>.data` beside the model as ONNX external data (each
+  // tensor at a 4 KiB-aligned offset), which ONNX Runtime reads from the model's folder.
+  // export_onnx does this by itself when the parameters pass kOnnxExternalAbove bytes:
+  // protobuf cannot write a message over 2 GiB (Qwen2.5-0.5B in f32 is 2 GB).
+  bool external_data = false;
 };
+
+inline constexpr std::int64_t kOnnxExternalAbove = std::int64_t{1} << 30;  // 1 GiB
+inline constexpr std::size_t kOnnxInlineLimit = (std::size_t{2} << 30) - 1;
 
 inline constexpr int kOnnxOpset = 17;
 
@@ -67,7 +76,9 @@ std::vector<std::string> onnx_inputs(const GraphView& g, const OnnxOptions& opts
 std::string onnx_model(const GraphView& g, const NamedArrays& params, const OnnxOptions& opts = {});
 
 // onnx_model written to `path` (through a temporary file renamed into place, so a failed write
-// leaves no partial model).
+// leaves no partial model), with its weights in `<path>.data` when OnnxOptions::external_data
+// is set or they pass kOnnxExternalAbove; an inline export removes a `<path>.data` left by the
+// model it replaces.
 void export_onnx(const GraphView& g, const NamedArrays& params, const std::string& path,
                  const OnnxOptions& opts = {});
 

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include <stag/models/generator.hpp>
+#include <stag/models/hf.hpp>
 #include <stag/models/seq2seq_generator.hpp>
 #include <stag/runtime/onnx/export.hpp>
 #include <stag/runtime/sample_inputs.hpp>
@@ -70,14 +71,20 @@ double worst_difference(const Array& got, const Array& want) {
 // Exports `g`'s `outputs` once, then at each binding of `dims` runs stag's session and ONNX
 // Runtime on the same inputs and compares every output.
 void check_model(const GraphView& g, const std::vector<std::string>& outputs,
-                 const std::vector<DimValues>& bindings, const std::string& what) {
+                 const std::vector<DimValues>& bindings, const std::string& what,
+                 bool external_data = false) {
   INFO(what);
   th::TempDir tmp("onnx");
   const fs::path path = tmp.dir / "model.onnx";
   Session s(g, {.threads = 1, .seed = 3});
   s.set_inputs(sample_inputs(g, bindings.front()));
   s.run();
-  export_onnx(g, s.params(), path.string(), {.outputs = outputs});
+  export_onnx(g, s.params(), path.string(), {.outputs = outputs, .external_data = external_data});
+  if (external_data) {  // the weights beside the model, which stays small
+    REQUIRE(fs::exists(path.string() + ".data"));
+    CHECK(fs::file_size(path) < 64 * 1024);
+    CHECK(fs::file_size(path.string() + ".data") > 100 * 1024);
+  }
   for (const DimValues& dims : bindings) {
     INFO("batch " << dims.at("batch"));
     NamedArrays in = sample_inputs(g, dims, {.seed = 5});
@@ -116,6 +123,7 @@ TEST_CASE(
   check_model(lm, {"logits"}, b, "lm (GQA 4/2)");
   check_model(qwen2, {"logits"}, b, "Qwen2 layout (biases, GQA 6/2, untied)");
   check_model(gpt2, {"logits"}, b, "GPT-2 layout (learned positions, GELU-tanh, tied)");
+  check_model(qwen2, {"logits"}, b, "Qwen2 layout, weights as external data", true);
 }
 
 TEST_CASE("ONNX Runtime runs an exported encoder-decoder: padding, causal and cross attention",
@@ -132,11 +140,15 @@ TEST_CASE("ONNX Runtime runs an exported encoder-decoder: padding, causal and cr
 // (which keeps its caches as state), for a Llama-layout (GQA, rope over cache positions) and a
 // GPT-2-layout model (learned positions).
 template <const LmConfig& C>
-void check_decode(const std::string& what) {
+void check_decode(const std::string& what, const NamedArrays* weights = nullptr,
+                  bool external_data = false) {
   INFO(what);
   const GraphView& g = lm_decode_graph<C>;
   constexpr std::int64_t kBatch = 2, kLen = 24, kPrompt = 5, kSteps = 8;
-  Session s(g, {.threads = 1, .seed = 7, .dims = {{"max_len", kLen}}});
+  Session s(g, {.threads = 1,
+                .seed = 7,
+                .dims = {{"max_len", kLen}},
+                .shared_params = weights != nullptr ? *weights : NamedArrays{}});
   th::TempDir tmp("onnx_decode");
   const std::string path = tmp / "decode.onnx";
   Array ids = th::random_array(DType::i32, {kBatch, kPrompt}, 11, 0, C.vocab);
@@ -150,8 +162,10 @@ void check_decode(const std::string& what) {
     const NamedArrays in{{"ids", ids}, {"pos", pos}, {"select", select}};
     s.set_inputs(in);
     s.run();
+    if (!exported && weights != nullptr)  // the session runs on the given weights
+      for (const auto& [name, w] : *weights) CHECK(s.params().at(name).raw() == w.raw());
     if (!exported) {  // the weights exist once the session has run
-      export_onnx(g, s.params(), path);
+      export_onnx(g, s.params(), path, {.external_data = external_data});
       for (const std::string& name : onnx_inputs(g))
         if (!in.count(name)) {
           const Array& c = s.params().at(name);
@@ -190,6 +204,16 @@ TEST_CASE("ONNX Runtime generates greedily from an exported decode step, token f
   STAG_NEEDS_ORT();
   check_decode<kLm>("lm (GQA 4/2)");
   check_decode<th::kTinyGpt2>("GPT-2 layout");
+}
+
+// A Hugging Face folder (tests/hf/qwen2: Qwen2ForCausalLM in two F16 shards, what
+// `stag-export --hf` reads) loaded by hf::load and exported with its weights as external data.
+TEST_CASE("ONNX Runtime generates from an exported Hugging Face folder, weights beside the model",
+          "[onnx]") {
+  STAG_NEEDS_ORT();
+  const hf::Model m = hf::load(th::hf_fixture("qwen2"), th::kTinyPresets);
+  REQUIRE(m.preset->config == &th::kTinyQwen2);
+  check_decode<th::kTinyQwen2>("tests/hf/qwen2", &m.weights, true);
 }
 
 // The encoder-decoder's encoder (memory and each layer's cross-attention keys and values) and
