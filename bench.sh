@@ -129,7 +129,8 @@ run_torch() {
   fi
 }
 # ONNX Runtime (npm onnxruntime-node, tools/data.sh --only onnxruntime) on each model's forward
-# pass, exported once: by stag (stag-bench --export-onnx: the logits) as ort.<c>.*, and by
+# pass, exported once: by stag (stag-bench --export-onnx: the logits) as ort.<c>.* (and with the
+# opset-23 Attention op for the fused attention as ort.<c>_attn.*), and by
 # PyTorch's torch.onnx.export of the hand-written model (opset 14: the loss) as ort.<c>_torch.*,
 # at the same threads (tools/ort_bench.js: median of --steps runs after 3 warm-up runs).
 ort=0
@@ -148,11 +149,13 @@ else
 fi
 run_ort() {
   [ "$ort" = 1 ] || return 0
-  local model
-  for model in "$1" "$1_torch"; do
+  local model inputs
+  for model in "$1" "$1_attn" "$1_torch"; do
     [ -f "$onnx_dir/$model.onnx" ] || continue
+    inputs=$onnx_dir/$model
+    [ "$model" = "$1_attn" ] && inputs=$onnx_dir/$1  # the same inputs as stag's other export
     NODE_PATH="$STAG_ROOT/data/npm/onnxruntime/node_modules" node "$STAG_ROOT/tools/ort_bench.js" \
-      "$onnx_dir/$model.onnx" "$onnx_dir/$model" "ort.$model" "$threads" "$steps" | tee -a "$out"
+      "$onnx_dir/$model.onnx" "$inputs" "ort.$model" "$threads" "$steps" | tee -a "$out"
   done
 }
 for ((r = 1; r <= rounds; ++r)); do
@@ -236,14 +239,17 @@ awk -v threads="$threads" -v rounds="$rounds" -v torch="$torch" '
     split("cls tf gpt", ocs, " ")
     for (i = 1; i <= 3; ++i) {
       c = ocs[i]; ok = "ort." c ".infer_ms"; tk = "ort." c "_torch.infer_ms"; o = ""
+      ak = "ort." c "_attn.infer_ms"
       if (ok in v && v[ok] > 0) o = ok
+      if (ak in v && v[ak] > 0 && (o == "" || v[ak] < v[o])) o = ak
       if (tk in v && v[tk] > 0 && (o == "" || v[tk] < v[o])) o = tk
       if (o == "") continue
       r = ratio(o, "bench." c ".infer_ms")
       line("bench." c ".speedup_infer_vs_ort", r, "x", ">= 1.5x", r >= 1.5)
       r = ratio(o, "bench." c "_bf16.infer_ms")
       line("bench." c ".speedup_infer_bf16_vs_ort", r, "x", ">= 1.5x", r >= 1.5)
-      printf "bench.%s.ort_fastest_infer: %s\n", c, o == ok ? "stag_export" : "torch_export"
+      printf "bench.%s.ort_fastest_infer: %s\n", c, o == ok ? "stag_export" : o == ak ? "stag_export_attention_op" : "torch_export"
+      line("bench." c ".ort_attention_op_vs_pattern", ratio(ok, ak), "x", "", 0)
       line("bench." c ".ort_stag_export_vs_torch_export", ratio(tk, ok), "x", "", 0)
       k = best(c, "infer_ms")
       if (k != "" && v[k] < v[o]) o = k

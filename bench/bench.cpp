@@ -252,6 +252,9 @@ void export_onnx_model(const Options& o, const std::string& config, const bench:
   std::filesystem::create_directories(dir / config);
   const OnnxOptions oo{.outputs = {"logits"}};
   export_onnx(m.forward, s.params(), (dir / (config + ".onnx")).string(), oo);
+  // The same with ONNX's opset-23 Attention op for the fused attention (same inputs).
+  export_onnx(m.forward, s.params(), (dir / (config + "_attn.onnx")).string(),
+              {.outputs = {"logits"}, .attention_op = true});
   nlohmann::json list = nlohmann::json::array();
   const char* names[] = {"float32", "float64", "bfloat16", "int32", "int64", "bool"};
   for (const std::string& name : onnx_inputs(m.forward, oo)) {
@@ -351,8 +354,10 @@ constexpr const char* kUsage = R"(usage: stag-bench [options]
   --config allreduce             under mpirun: all-reduce latency and bandwidth by size
   --memory-budget-mib M          keep each step's arena within M MiB by recomputing forward
                                  values in the backward pass (SessionOptions::memory_budget)
-  --export-onnx DIR              cls, tf, gpt: write DIR/<config>.onnx (the logits) and the
-                                 inputs in DIR/<config>/ for tools/ort_bench.js; time nothing
+  --export-onnx DIR              cls, tf, gpt: write DIR/<config>.onnx (the logits),
+                                 DIR/<config>_attn.onnx (the same with the opset-23 Attention
+                                 op) and the inputs in DIR/<config>/ for tools/ort_bench.js;
+                                 time nothing
   --in-backward                  cls, tf, gpt: the training step updates each parameter as
                                  soon as its gradient is final (AdamW{.in_backward = true})
 )";

@@ -328,6 +328,20 @@ class Exporter {
     const double other = log ? -std::numeric_limits<double>::infinity() : 0.0;
     return op("Where", {keep, p, scalar(other, t)}, hint);
   }
+  // ReduceMean / ReduceMax over `axes`: an attribute up to opset 17, an input from opset 18.
+  std::string reduce(const char* type, const std::string& x, const std::vector<std::int64_t>& axes,
+                     bool keepdims, std::string_view hint) {
+    if (opset() >= 18)
+      return op(type, {x, init_i64(axes)}, hint,
+                [&](onnx::NodeProto& nd) { attr_i(nd, "keepdims", keepdims); });
+    return op(type, {x}, hint, [&](onnx::NodeProto& nd) {
+      attr_ints(nd, "axes", axes);
+      attr_i(nd, "keepdims", keepdims);
+    });
+  }
+  int opset() const { return opts_.attention_op ? kOnnxAttentionOpset : kOnnxOpset; }
+  bool attention_op() const { return opts_.attention_op; }
+
   std::string transpose_last2(const std::string& x, int rank) {
     std::vector<std::int64_t> perm;
     for (int a = 0; a < rank; ++a) perm.push_back(a);
@@ -536,10 +550,8 @@ void ex_reduce(Exporter& e, int n) {
   if (id == OpId::sum)
     return e.set(n, "ReduceSum", {e.in(n, 0), e.init_i64(axes)},
                  [&](onnx::NodeProto& nd) { e.attr_i(nd, "keepdims", keep); });
-  e.set(n, id == OpId::mean ? "ReduceMean" : "ReduceMax", {e.in(n, 0)}, [&](onnx::NodeProto& nd) {
-    e.attr_ints(nd, "axes", axes);
-    e.attr_i(nd, "keepdims", keep);
-  });
+  e.value(n) = e.reduce(id == OpId::mean ? "ReduceMean" : "ReduceMax", e.in(n, 0), axes, keep != 0,
+                        e.g.name(n));
 }
 
 void ex_argmax(Exporter& e, int n) {
@@ -619,10 +631,7 @@ void ex_layer_norm(Exporter& e, int n) {
   const int k = e.nin(n) == 2 ? e.in_shape(n, 1).rank : static_cast<int>(e.attr(n).i[0]);
   const std::vector<std::int64_t> axes = trailing_axes(rank, k);
   auto mean = [&](const std::string& v) {
-    return e.op("ReduceMean", {v}, "layer_norm", [&](onnx::NodeProto& nd) {
-      e.attr_ints(nd, "axes", axes);
-      e.attr_i(nd, "keepdims", 1);
-    });
+    return e.reduce("ReduceMean", v, axes, true, "layer_norm");
   };
   const std::string& x = e.in(n, 0);
   const std::string d = e.op("Sub", {x, mean(x)}, "layer_norm");
@@ -640,10 +649,7 @@ void ex_rms_norm(Exporter& e, int n) {
   const std::vector<std::int64_t> axes = trailing_axes(rank, k);
   const std::string& x = e.in(n, 0);
   const std::string ms =
-      e.op("ReduceMean", {e.op("Mul", {x, x}, "rms_norm")}, "rms_norm", [&](onnx::NodeProto& nd) {
-        e.attr_ints(nd, "axes", axes);
-        e.attr_i(nd, "keepdims", 1);
-      });
+      e.reduce("ReduceMean", e.op("Mul", {x, x}, "rms_norm"), axes, true, "rms_norm");
   const std::string r =
       e.op("Reciprocal",
            {e.op("Sqrt", {e.op("Add", {ms, e.scalar(eps, e.dtype(n))}, "rms_norm")}, "rms_norm")},
@@ -717,6 +723,9 @@ void ex_attention(Exporter& e, int n) {
   const int rank = qs.rank;
   const DType t = e.dtype(n);
   const std::int64_t dk = qs[rank - 1].coef;
+  // OnnxOptions::attention_op: ONNX's Attention op (opset 23), for [B, H, S, D] operands without
+  // a built-in score change; the rest keeps the standard-op pattern.
+  const bool use_op = e.attention_op() && rank == 4 && at.i[6] == 0 && t == DType::f32;
   std::string k = e.in(n, 1), v = e.in(n, 2);
   const DimV& sq = qs[rank - 2];
   const DimV& sk = ks[rank - 2];
@@ -724,7 +733,7 @@ void ex_attention(Exporter& e, int n) {
   if (rank == 4) {
     heads = qs[1].coef;
     const std::int64_t kvh = ks[1].coef;
-    if (heads != kvh) {  // grouped-query attention: each key/value head serves H / KVH heads
+    if (heads != kvh && !use_op) {  // GQA: each key/value head serves H / KVH heads
       auto repeat = [&](const std::string& x, const ShapeV& xs) {
         ShapeV s5;
         s5.rank = 5;
@@ -744,8 +753,11 @@ void ex_attention(Exporter& e, int n) {
     }
   }
   const double scale = at.i[3] ? 1.0 / std::sqrt(static_cast<double>(dk)) : at.f[0];
-  std::string s = e.op("MatMul", {e.in(n, 0), e.transpose_last2(k, rank)}, "scores");
-  s = e.op("Mul", {s, e.scalar(scale, t)}, "scores");
+  std::string s;
+  if (!use_op) {
+    s = e.op("MatMul", {e.in(n, 0), e.transpose_last2(k, rank)}, "scores");
+    s = e.op("Mul", {s, e.scalar(scale, t)}, "scores");
+  }
   const bool cache = at.i[4] == 1;
   // Query i's key position: i + Sk - Sq, or i + pos[b] over a cache. int64 [Sq, 1] or
   // [B, 1, Sq, 1] (one head: [B, Sq, 1]).
@@ -786,23 +798,62 @@ void ex_attention(Exporter& e, int n) {
     s = e.op("Mul", {e.op("Tanh", {e.op("Div", {s, c}, "softcap")}, "softcap"), c}, "softcap");
   }
   std::string keep;
-  auto and_keep = [&](const std::string& m) {
+  int keep_rank = 0;  // the combined mask's rank (masks broadcast from the right)
+  auto and_keep = [&](const std::string& m, int r) {
     keep = keep.empty() ? m : e.op("And", {keep, m}, "keep");
+    keep_rank = std::max(keep_rank, r);
   };
   const auto kind = static_cast<AttnMask>(at.i[0]);
   if (kind != AttnMask::none) {
     const std::string cols = e.range(sk);
-    and_keep(e.op("LessOrEqual", {cols, query_pos()}, "causal"));
+    const int hr = cache ? rank : 2;  // query_pos: [Sq, 1], or [B, 1.., Sq, 1] over a cache
+    and_keep(e.op("LessOrEqual", {cols, query_pos()}, "causal"), hr);
     if (kind == AttnMask::sliding_window)
-      and_keep(e.op("Greater",
-                    {cols, e.op("Sub", {query_pos(), e.init_i64({at.i[1]}, true)}, "window")},
-                    "window"));
+      and_keep(
+          e.op("Greater", {cols, e.op("Sub", {query_pos(), e.init_i64({at.i[1]}, true)}, "window")},
+               "window"),
+          hr);
   }
   if (cache) {
     query_pos();
-    and_keep(active);
+    and_keep(active, rank);
   } else if (at.i[4] == 0 && e.nin(n) > 3) {
-    and_keep(e.in(n, 3));
+    and_keep(e.in(n, 3), e.in_shape(n, 3).rank);
+  }
+  if (use_op) {
+    std::vector<std::string> ins = {e.in(n, 0), k, v};
+    std::string mask;
+    if (!keep.empty()) {
+      // ONNX Runtime wants the mask's query axis whole: [B|1, H|1, Sq, Sk].
+      const int kr = keep_rank;
+      std::string k4 = keep;
+      if (kr < 4) {
+        std::vector<std::int64_t> axes;
+        for (int a = 0; a < 4 - kr; ++a) axes.push_back(a);
+        k4 = e.op("Unsqueeze", {keep, e.init_i64(axes)}, "mask");
+      }
+      const std::string lead = e.op("Shape", {k4}, "mask", [&](onnx::NodeProto& nd) {
+        e.attr_i(nd, "start", 0);
+        e.attr_i(nd, "end", 2);
+      });
+      const std::string shape = e.op("Concat", {lead, e.dim1(sq), e.dim1(sk)}, "mask",
+                                     [&](onnx::NodeProto& nd) { e.attr_i(nd, "axis", 0); });
+      mask = e.op("Expand", {k4, shape}, "mask");
+      ins.push_back(mask);
+    }
+    const std::string o = e.op("Attention", ins, "attention",
+                               [&](onnx::NodeProto& nd) { e.attr_f(nd, "scale", scale); });
+    if (mask.empty()) return e.set(n, "Identity", {o});
+    // A query that keeps no key gives zeros, as stag's kernels do (a softmax over nothing).
+    const std::string any =
+        e.op("Greater",
+             {e.reduce("ReduceMax",
+                       e.op("Cast", {mask}, "mask",
+                            [&](onnx::NodeProto& nd) { e.attr_i(nd, "to", TensorProto::FLOAT); }),
+                       {-1}, true, "mask"),
+              e.scalar(0.0, DType::f32)},
+             "mask");
+    return e.set(n, "Where", {any, o, e.scalar(0.0, t)});
   }
   const std::string p = keep.empty() ? e.op("Softmax", {s}, "probs",
                                             [&](onnx::NodeProto& nd) { e.attr_i(nd, "axis", -1); })
@@ -1132,12 +1183,12 @@ std::string build_model(const GraphView& g, const NamedArrays& params, const Onn
   const std::vector<char> need = needed_nodes(g, outputs);
 
   onnx::ModelProto model;
-  model.set_ir_version(8);
+  model.set_ir_version(opts.attention_op ? 10 : 8);
   model.set_producer_name("stag");
   model.set_producer_version("0.1");
   auto* opset = model.add_opset_import();
   opset->set_domain("");
-  opset->set_version(kOnnxOpset);
+  opset->set_version(opts.attention_op ? kOnnxAttentionOpset : kOnnxOpset);
   onnx::GraphProto* gp = model.mutable_graph();
   gp->set_name(opts.graph_name);
 
@@ -1162,8 +1213,11 @@ std::string build_model(const GraphView& g, const NamedArrays& params, const Onn
   try {
     // With external data the checker reads the data file, which is not in place yet:
     // export_onnx checks the written model from its path instead (check_written).
-    if (data == nullptr) onnx::checker::check_model(model);
-    onnx::shape_inference::InferShapes(model);
+    // libonnx 1.12 knows opset 17 at most: an opset-23 model (attention_op) is not checked.
+    if (!opts.attention_op) {
+      if (data == nullptr) onnx::checker::check_model(model);
+      onnx::shape_inference::InferShapes(model);
+    }
   } catch (const std::exception& ex) {
     throw Error(std::string("stag: onnx export: the ONNX checker refused the model: ") + ex.what());
   }
@@ -1237,14 +1291,14 @@ void export_onnx(const GraphView& g, const NamedArrays& params, const std::strin
     // The checker resolves the data file from the model's folder: put the data in place, check
     // the model file, and take both away if it fails.
     rename_into_place(data_path + ".tmp", data_path);
-    try {
-      onnx::checker::check_model(path + ".tmp");
-    } catch (const std::exception& ex) {
-      std::remove((path + ".tmp").c_str());
-      std::remove(data_path.c_str());
-      throw Error(std::string("stag: onnx export: the ONNX checker refused the model: ") +
-                  ex.what());
-    }
+    if (!opts.attention_op) try {
+        onnx::checker::check_model(path + ".tmp");
+      } catch (const std::exception& ex) {
+        std::remove((path + ".tmp").c_str());
+        std::remove(data_path.c_str());
+        throw Error(std::string("stag: onnx export: the ONNX checker refused the model: ") +
+                    ex.what());
+      }
   }
   rename_into_place(path + ".tmp", path);
   // The data file of a model this one replaced, which nothing reads any more.

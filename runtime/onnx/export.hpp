@@ -57,7 +57,15 @@ struct OnnxOptions {
   // export_onnx does this by itself when the parameters pass kOnnxExternalAbove bytes:
   // protobuf cannot write a message over 2 GiB (Qwen2.5-0.5B in f32 is 2 GB).
   bool external_data = false;
+  // Opset 23 instead of 17, and the fused attention as ONNX's Attention op where it fits
+  // ([batch, heads, seq, head_dim] operands, GQA included, masks as a bool [B|1, H|1, Sq, Sk]
+  // input, no ALiBi or soft-capping: those keep the standard-op pattern). Debian's libonnx 1.12
+  // knows opset 17 at most, so such a model is not checked by ONNX's checker here; ONNX Runtime
+  // (1.30) runs it, and the onnx tests compare its outputs with stag's.
+  bool attention_op = false;
 };
+
+inline constexpr int kOnnxAttentionOpset = 23;
 
 inline constexpr std::int64_t kOnnxExternalAbove = std::int64_t{1} << 30;  // 1 GiB
 inline constexpr std::size_t kOnnxInlineLimit = (std::size_t{2} << 30) - 1;

@@ -72,14 +72,15 @@ double worst_difference(const Array& got, const Array& want) {
 // Runtime on the same inputs and compares every output.
 void check_model(const GraphView& g, const std::vector<std::string>& outputs,
                  const std::vector<DimValues>& bindings, const std::string& what,
-                 bool external_data = false) {
+                 bool external_data = false, bool attention_op = false) {
   INFO(what);
   th::TempDir tmp("onnx");
   const fs::path path = tmp.dir / "model.onnx";
   Session s(g, {.threads = 1, .seed = 3});
   s.set_inputs(sample_inputs(g, bindings.front()));
   s.run();
-  export_onnx(g, s.params(), path.string(), {.outputs = outputs, .external_data = external_data});
+  export_onnx(g, s.params(), path.string(),
+              {.outputs = outputs, .external_data = external_data, .attention_op = attention_op});
   if (external_data) {  // the weights beside the model, which stays small
     REQUIRE(fs::exists(path.string() + ".data"));
     CHECK(fs::file_size(path) < 64 * 1024);
@@ -141,7 +142,7 @@ TEST_CASE("ONNX Runtime runs an exported encoder-decoder: padding, causal and cr
 // GPT-2-layout model (learned positions).
 template <const LmConfig& C>
 void check_decode(const std::string& what, const NamedArrays* weights = nullptr,
-                  bool external_data = false) {
+                  bool external_data = false, bool attention_op = false) {
   INFO(what);
   const GraphView& g = lm_decode_graph<C>;
   constexpr std::int64_t kBatch = 2, kLen = 24, kPrompt = 5, kSteps = 8;
@@ -165,7 +166,8 @@ void check_decode(const std::string& what, const NamedArrays* weights = nullptr,
     if (!exported && weights != nullptr)  // the session runs on the given weights
       for (const auto& [name, w] : *weights) CHECK(s.params().at(name).raw() == w.raw());
     if (!exported) {  // the weights exist once the session has run
-      export_onnx(g, s.params(), path, {.external_data = external_data});
+      export_onnx(g, s.params(), path,
+                  {.external_data = external_data, .attention_op = attention_op});
       for (const std::string& name : onnx_inputs(g))
         if (!in.count(name)) {
           const Array& c = s.params().at(name);
@@ -281,6 +283,21 @@ TEST_CASE("ONNX Runtime translates greedily with an exported encoder and decode 
   }
 }
 
+// OnnxOptions::attention_op: opset 23, the fused attention as ONNX's Attention op (padding
+// masks, causal masks, GQA, cross-attention, cache positions), which ONNX Runtime implements.
+TEST_CASE("ONNX Runtime runs models exported with the opset-23 Attention op", "[onnx]") {
+  STAG_NEEDS_ORT();
+  check_model(cls, {"logits"}, {{{"batch", 3}, {"seq", 7}}, {{"batch", 2}, {"seq", 13}}},
+              "classifier, Attention op", false, true);
+  const std::vector<DimValues> b = {{{"batch", 2}, {"seq", 9}}, {{"batch", 3}, {"seq", 4}}};
+  check_model(lm, {"logits"}, b, "lm (GQA 4/2), Attention op", false, true);
+  check_model(tf, {"logits"},
+              {{{"batch", 2}, {"src_seq", 7}, {"tgt_seq", 5}},
+               {{"batch", 3}, {"src_seq", 4}, {"tgt_seq", 9}}},
+              "transformer, Attention op", false, true);
+  check_decode<kLm>("lm decode step, Attention op", nullptr, false, true);
+}
+
 // What does not export is refused by name before anything is written.
 TEST_CASE("ONNX export refuses what it cannot export, naming the node and the reason", "[models]") {
   const std::string loss = onnx_unsupported(cls, {.outputs = {"result"}});
@@ -308,6 +325,12 @@ TEST_CASE("an exported model names its inputs, symbolic dims and parameters as t
   for (const char* s : {"ids", "keep", "batch", "seq", "tok.weight", "enc.1.self_attn.w_q.weight"})
     CHECK(bytes.find(s) != std::string::npos);
   CHECK(bytes.find("label") == std::string::npos);
+  // The attention: the standard-op pattern by default, ONNX's Attention op with attention_op.
+  CHECK(bytes.find("Softmax") != std::string::npos);
+  CHECK(bytes.find("Attention") == std::string::npos);
+  const std::string op23 = onnx_model(cls, params, {.outputs = {"logits"}, .attention_op = true});
+  CHECK(op23.find("Attention") != std::string::npos);
+  CHECK(op23.find("Softmax") == std::string::npos);
 }
 
 }  // namespace
