@@ -52,6 +52,8 @@ Backend onnx_backend() {
     TempDir tmp("onnx_op");
     stag::OnnxOptions o;
     o.dims = eval.dims;
+    // STAG_ONNX_ATTENTION_OP=1: the fused attention as the opset-23 Attention op (onnx.attention_op).
+    o.attention_op = std::getenv("STAG_ONNX_ATTENTION_OP") != nullptr;
     stag::export_onnx(g, params, tmp / "op.onnx", o);
     stag::NamedArrays feed;
     for (const std::string& name : stag::onnx_inputs(g, o)) feed.emplace(name, inputs.at(name));
