@@ -70,8 +70,11 @@ std::string describe(const GraphView& g, const OnnxOptions& o) {
   return t;
 }
 
-void write(const GraphView& g, const NamedArrays& weights, const fs::path& path,
-           const OnnxOptions& o) {
+// --attention-op: every model of this run in opset 23 with ONNX's Attention op.
+bool use_attention_op = false;
+
+void write(const GraphView& g, const NamedArrays& weights, const fs::path& path, OnnxOptions o) {
+  o.attention_op = use_attention_op;
   export_onnx(g, weights, path.string(), o);
   const fs::path data = path.string() + ".data";
   const bool external = fs::exists(data);  // export_onnx removes a stale one
@@ -175,6 +178,9 @@ int main(int argc, char** argv) {
                  "decoder.onnx)")
       ->required();
   app.add_flag("--allow-nonfinite", allow_nonfinite, "export even if a weight is NaN or infinite");
+  app.add_flag("--attention-op", use_attention_op,
+               "opset 23: the fused attention as ONNX's Attention op (not checked by Debian's "
+               "ONNX 1.12 checker, which knows opset 17; ONNX Runtime 1.30 runs it)");
   CLI11_PARSE(app, argc, argv);
   try {
     if (checkpoint.empty() && hf_folder.empty()) {

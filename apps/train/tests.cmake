@@ -239,6 +239,10 @@ if(TARGET stag-generate)
         COMMAND $<TARGET_FILE:stag-export> --checkpoint ${smoke}/${task}/model.safetensors
           --out ${out})
     endforeach()
+    stag_add_checked_test(NAME stag_export.g2p_attention_op DEPENDS stag_train.g2p
+      NEEDS ${smoke}/g2p/model.safetensors MATCH "wrote .*g2p_attn/decoder\\.onnx"
+      COMMAND $<TARGET_FILE:stag-export> --checkpoint ${smoke}/g2p/model.safetensors
+        --out ${smoke}/onnx/g2p_attn --attention-op)
     stag_add_checked_test(NAME stag_export.not_a_task EXIT error
       MATCH "not a stag checkpoint"
       COMMAND $<TARGET_FILE:stag-export> --checkpoint ${PROJECT_SOURCE_DIR}/tests/hf/gpt2/model.safetensors
