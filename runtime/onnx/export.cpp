@@ -648,14 +648,15 @@ void ex_rms_norm(Exporter& e, int n) {
   const int k = e.nin(n) >= 2 ? e.in_shape(n, 1).rank : static_cast<int>(e.attr(n).i[0]);
   const std::vector<std::int64_t> axes = trailing_axes(rank, k);
   const std::string& x = e.in(n, 0);
+  // x / sqrt(mean(x^2) + eps) * w: the form ONNX Runtime fuses into one kernel
+  // (SimplifiedLayerNormalization); a Reciprocal in place of the Div is not fused.
   const std::string ms =
-      e.reduce("ReduceMean", e.op("Mul", {x, x}, "rms_norm"), axes, true, "rms_norm");
-  const std::string r =
-      e.op("Reciprocal",
-           {e.op("Sqrt", {e.op("Add", {ms, e.scalar(eps, e.dtype(n))}, "rms_norm")}, "rms_norm")},
-           "rms_norm");
-  if (e.nin(n) >= 2) return e.set(n, "Mul", {e.op("Mul", {x, r}, "rms_norm"), e.in(n, 1)});
-  e.set(n, "Mul", {x, r});
+      e.reduce("ReduceMean", e.op("Pow", {x, e.scalar(2.0, e.dtype(n))}, "rms_norm"), axes, true,
+               "rms_norm");
+  const std::string sd =
+      e.op("Sqrt", {e.op("Add", {ms, e.scalar(eps, e.dtype(n))}, "rms_norm")}, "rms_norm");
+  if (e.nin(n) >= 2) return e.set(n, "Mul", {e.op("Div", {x, sd}, "rms_norm"), e.in(n, 1)});
+  e.set(n, "Div", {x, sd});
 }
 
 void ex_embedding(Exporter& e, int n) {
@@ -854,6 +855,16 @@ void ex_attention(Exporter& e, int n) {
               e.scalar(0.0, DType::f32)},
              "mask");
     return e.set(n, "Where", {any, o, e.scalar(0.0, t)});
+  }
+  // A causal mask alone over Sq <= Sk (self-attention: the same dim) keeps key 0 for every
+  // query: no row is fully masked, so the softmax needs no zeroing of such rows afterwards.
+  const bool rows_keep_a_key =
+      kind == AttnMask::causal && !cache && !(at.i[4] == 0 && e.nin(n) > 3) && sq == sk;
+  if (!keep.empty() && rows_keep_a_key) {
+    const std::string filled = e.op("Where", {keep, s, e.lowest(t)}, "probs");
+    const std::string p =
+        e.op("Softmax", {filled}, "probs", [&](onnx::NodeProto& nd) { e.attr_i(nd, "axis", -1); });
+    return e.set(n, "MatMul", {p, v});
   }
   const std::string p = keep.empty() ? e.op("Softmax", {s}, "probs",
                                             [&](onnx::NodeProto& nd) { e.attr_i(nd, "axis", -1); })
