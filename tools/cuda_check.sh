@@ -33,6 +33,14 @@ if ! [ -e /usr/include/oneapi/dnnl/dnnl.hpp ] && ! [ -e /usr/include/dnnl.hpp ];
   echo "cuda_check: stag's Debian dependencies are not installed here: the host side is not built"
   exit 0
 fi
+# The same where only some are (a host set up before a dependency was added: ONNX export's
+# libonnx-dev and libprotobuf-dev), rather than failing at CMake's find_package.
+source "$root/tools/deps.sh"
+missing=$(stag_missing_debs)
+if [ -n "$missing" ]; then
+  echo "cuda_check: stag's Debian packages $missing are missing here: the host side is not built"
+  exit 0
+fi
 t0=$SECONDS
 cmake -S "$root" -B "$build/cmake" -DCMAKE_BUILD_TYPE=Release -DSTAG_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES="$arch" >"$build/configure.log"
