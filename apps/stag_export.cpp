@@ -75,6 +75,7 @@ bool use_attention_op = false;
 
 void write(const GraphView& g, const NamedArrays& weights, const fs::path& path, OnnxOptions o) {
   o.attention_op = use_attention_op;
+  if (path.has_parent_path()) fs::create_directories(path.parent_path());
   export_onnx(g, weights, path.string(), o);
   const fs::path data = path.string() + ".data";
   const bool external = fs::exists(data);  // export_onnx removes a stale one

@@ -6,6 +6,7 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -1255,7 +1256,13 @@ std::int64_t parameter_bytes(const GraphView& g, const NamedArrays& params) {
 void write_checked(const std::string& tmp, const std::string& path,
                    const std::function<void(std::ostream&)>& write) {
   std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-  if (!f) throw Error("stag: onnx export: cannot write " + tmp);
+  if (!f) {
+    const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    if (!dir.empty() && !std::filesystem::is_directory(dir))
+      throw Error("stag: onnx export: cannot write " + path + ": the folder " + dir.string() +
+                  " does not exist");
+    throw Error("stag: onnx export: cannot write " + tmp + ": " + std::strerror(errno));
+  }
   try {
     write(f);
   } catch (...) {

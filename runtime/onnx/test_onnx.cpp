@@ -93,7 +93,7 @@ void check_model(const GraphView& g, const std::vector<std::string>& outputs,
     s.run();
     // The model's inputs are the ones its outputs need (a classifier's logits need no labels).
     NamedArrays feed;
-    for (const std::string& name : {"ids", "keep", "src", "src_keep", "tgt_in", "tgt_keep"})
+    for (const char* name : {"ids", "keep", "src", "src_keep", "tgt_in", "tgt_keep"})
       if (g.find(name) >= 0 && in.count(name)) feed.emplace(name, in.at(name));
     const NamedArrays got = th::ort_run(path.string(), feed);
     for (const std::string& o : outputs) {
@@ -311,6 +311,11 @@ TEST_CASE("ONNX export refuses what it cannot export, naming the node and the re
              Catch::Contains("no output 'probs'") && Catch::Contains("logits"));
   CHECK_THAT(th::error_of([&] { onnx_model(cls, {}, {.outputs = {"logits"}}); }),
              Catch::Contains("parameter 'tok.weight' is missing"));
+  CHECK_THAT(th::error_of([&] {
+               export_onnx(cls, make_params(cls, {}, 1), "/nonexistent-stag-dir/m.onnx",
+                           {.outputs = {"logits"}});
+             }),
+             Catch::Contains("the folder /nonexistent-stag-dir does not exist"));
   NamedArrays wrong = make_params(cls, {}, 1);
   wrong.at("head.weight") = Array(DType::f32, {2, 16});
   CHECK_THAT(th::error_of([&] { onnx_model(cls, wrong, {.outputs = {"logits"}}); }),
