@@ -142,9 +142,7 @@ int run(const std::string& checkpoint, const fs::path& out, bool allow_nonfinite
       const NamedArrays w = load_weights(checkpoint, {gs.encode, gs.decode}, allow_nonfinite);
       fs::create_directories(out);
       OnnxOptions enc{.outputs = {"memory"}};
-      for (int l = 0; l < C.dec_layers; ++l)
-        for (const char* kv : {"k_memory", "v_memory"})
-          enc.outputs.push_back("decoder." + std::to_string(l) + ".cross_attn." + kv);
+      for (const std::string& name : seq2seq_memory_names(gs)) enc.outputs.push_back(name);
       write(gs.encode, w, out / "encoder.onnx", enc);
       write(gs.decode, w, out / "decoder.onnx", {.outputs = {"logits"}});
       std::printf(

@@ -37,14 +37,21 @@ NamedArrays seq2seq_weights(const Seq2SeqGraphs& graphs, std::uint64_t seed) {
   return w;
 }
 
+std::vector<std::string> seq2seq_memory_names(const Seq2SeqGraphs& graphs) {
+  std::vector<std::string> names;
+  for (int l = 0; l < graphs.dec_layers; ++l)
+    for (const char* kv : {".cross_attn.k_memory", ".cross_attn.v_memory"})
+      names.push_back("decoder." + std::to_string(l) + kv);
+  return names;
+}
+
 Seq2SeqGenerator::Seq2SeqGenerator(const Seq2SeqGraphs& graphs, NamedArrays weights,
                                    Seq2SeqGeneratorOptions options)
     : graphs_(graphs), weights_(std::move(weights)), opts_(options) {
   if (opts_.batch_rows == 0) throw Error("stag::Seq2SeqGenerator: batch_rows must be positive");
+  memory_names_ = seq2seq_memory_names(graphs_);
   for (int l = 0; l < graphs_.dec_layers; ++l) {
     const std::string layer = "decoder." + std::to_string(l);
-    memory_names_.push_back(layer + ".cross_attn.k_memory");
-    memory_names_.push_back(layer + ".cross_attn.v_memory");
     cache_names_.push_back(layer + ".self_attn.k_cache");
     cache_names_.push_back(layer + ".self_attn.v_cache");
   }

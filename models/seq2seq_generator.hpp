@@ -36,6 +36,10 @@ Seq2SeqGraphs seq2seq_graphs() {
           C.tgt_vocab};
 }
 
+// The nodes of the encode graph that the decode graph reads as state: each decoder layer's
+// cross-attention keys and values, "decoder.<l>.cross_attn.k_memory" and ".v_memory".
+std::vector<std::string> seq2seq_memory_names(const Seq2SeqGraphs& graphs);
+
 // The parameters of both graphs (no state), initialised from `seed`: the store a checkpoint is
 // loaded into, or random weights for tests and benchmarks.
 NamedArrays seq2seq_weights(const Seq2SeqGraphs& graphs, std::uint64_t seed = 0);

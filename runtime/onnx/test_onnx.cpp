@@ -136,6 +136,23 @@ TEST_CASE("ONNX Runtime runs an exported encoder-decoder: padding, causal and cr
               "transformer");
 }
 
+// Greedy decoding's next token of each row of logits [batch, 1, vocab], from stag's and from
+// ONNX Runtime's logits: they must agree (the first maximum wins in both).
+Array next_tokens(const Array& want, const Array& got) {
+  const std::int64_t batch = want.dims()[0], vocab = want.dims().back();
+  std::vector<std::int32_t> next(static_cast<std::size_t>(batch));
+  for (std::int64_t b = 0; b < batch; ++b) {
+    std::int64_t best = 0, best_ort = 0;
+    for (std::int64_t v = 1; v < vocab; ++v) {
+      if (want.at(b * vocab + v) > want.at(b * vocab + best)) best = v;
+      if (got.at(b * vocab + v) > got.at(b * vocab + best_ort)) best_ort = v;
+    }
+    CHECK(best_ort == best);
+    next[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(best);
+  }
+  return Array::from_vector<std::int32_t>({batch, 1}, next);
+}
+
 // The decode step with the key/value caches as explicit inputs and outputs (present.<name>),
 // fed back by the caller: greedy generation in ONNX Runtime, token for token as stag's session
 // (which keeps its caches as state), for a Llama-layout (GQA, rope over cache positions) and a
@@ -182,19 +199,7 @@ void check_decode(const std::string& what, const NamedArrays* weights = nullptr,
     const Array want = s.get("logits");  // [batch, 1, vocab]
     CHECK(worst_difference(got.at("logits"), want) <= 1e-4);
     for (auto& [name, c] : caches) c = got.at("present." + name);
-    // Greedy: the next token of each row, which both runtimes must agree on.
-    std::vector<std::int32_t> next(kBatch);
-    for (std::int64_t b = 0; b < kBatch; ++b) {
-      std::int64_t best = 0, best_ort = 0;
-      for (std::int64_t v = 1; v < C.vocab; ++v) {
-        if (want.at(b * C.vocab + v) > want.at(b * C.vocab + best)) best = v;
-        if (got.at("logits").at(b * C.vocab + v) > got.at("logits").at(b * C.vocab + best_ort))
-          best_ort = v;
-      }
-      CHECK(best_ort == best);
-      next[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(best);
-    }
-    ids = Array::from_vector<std::int32_t>({kBatch, 1}, next);
+    ids = next_tokens(want, got.at("logits"));
     const std::int32_t p = static_cast<std::int32_t>(kPrompt + step);
     pos = Array::from_vector<std::int32_t>({kBatch}, {p, p});
     select = select_all_positions(kBatch, 1);
@@ -229,9 +234,7 @@ TEST_CASE("ONNX Runtime translates greedily with an exported encoder and decode 
   constexpr std::int64_t kBatch = 2, kSrc = 6, kLen = 12, kSteps = 8;
   th::TempDir tmp("onnx_s2s");
   OnnxOptions enc{.outputs = {"memory"}};
-  for (int l = 0; l < kTf.dec_layers; ++l)
-    for (const char* kv : {"k_memory", "v_memory"})
-      enc.outputs.push_back("decoder." + std::to_string(l) + ".cross_attn." + kv);
+  for (const std::string& name : seq2seq_memory_names(gs)) enc.outputs.push_back(name);
   export_onnx(gs.encode, weights, tmp / "encoder.onnx", enc);
   export_onnx(gs.decode, weights, tmp / "decoder.onnx", {.outputs = {"logits"}});
 
@@ -267,19 +270,7 @@ TEST_CASE("ONNX Runtime translates greedily with an exported encoder and decode 
     CHECK(worst_difference(got.at("logits"), want) <= 1e-4);
     for (auto& [name, c] : state)
       if (got.count("present." + name)) c = got.at("present." + name);
-    std::vector<std::int32_t> next(kBatch);
-    for (std::int64_t b = 0; b < kBatch; ++b) {
-      std::int64_t best = 0, best_ort = 0;
-      for (std::int64_t v = 1; v < kTf.tgt_vocab; ++v) {
-        if (want.at(b * kTf.tgt_vocab + v) > want.at(b * kTf.tgt_vocab + best)) best = v;
-        if (got.at("logits").at(b * kTf.tgt_vocab + v) >
-            got.at("logits").at(b * kTf.tgt_vocab + best_ort))
-          best_ort = v;
-      }
-      CHECK(best_ort == best);
-      next[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(best);
-    }
-    ids = Array::from_vector<std::int32_t>({kBatch, 1}, next);
+    ids = next_tokens(want, got.at("logits"));
   }
 }
 
