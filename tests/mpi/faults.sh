@@ -88,6 +88,6 @@ steps=$(grep '"split":"train"' "$out/metrics.jsonl" | grep -o '"step":[0-9]*' | 
 sorted=$(echo "$steps" | tr ' ' '\n' | grep . | sort -n -u | tr '\n' ' ')
 [ "$steps" = "$sorted" ] || fail "the train metrics steps repeat or go back: $steps"
 [ "$(echo "$steps" | awk '{print $NF}')" = 400 ] || fail "the train metrics do not end at step 400: $steps"
-first=$(grep -o '^step [0-9]*' "$out/run2.txt" | head -1 | grep -o '[0-9]*$')
+first=$(grep -m1 -o '^step [0-9]*' "$out/run2.txt" | grep -o '[0-9]*$')
 [ -n "$first" ] && [ "$first" -gt 2 ] || fail "the resumed run did not go on from the checkpoint (first step ${first:-none})"
 echo "ok: 1 process resumed the 2-rank run's checkpoint at step $first (the killed run had logged up to step $at) and finished"

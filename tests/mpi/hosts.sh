@@ -169,7 +169,7 @@ STAG_COMM_TIMEOUT=60
 at=$(grep -o '"step":[0-9]*' "$out/fault/metrics.jsonl" 2>/dev/null | tail -1 | grep -o '[0-9]*$')
 run_mpi "$train" "${flags[@]}" --out "$out/fault" --resume "$ckpt" >"$out/resumed.txt" 2>&1 ||
   { cat "$out/resumed.txt"; fail "--resume on the two hosts failed"; }
-first=$(grep -o '^step [0-9]*' "$out/resumed.txt" | head -1 | grep -o '[0-9]*$')
+first=$(grep -m1 -o '^step [0-9]*' "$out/resumed.txt" | grep -o '[0-9]*$')
 [ -n "$first" ] && [ "$first" -gt 1 ] || { cat "$out/resumed.txt"; fail "the resumed run did not go on from the checkpoint"; }
 results() { grep -E '^(val|test)_(accuracy|loss): |^steps: ' "$1"; }
 # The training log without its timings (step_ms, comm_ms, tokens_per_s, ...).
