@@ -118,7 +118,6 @@ add_executable(stag_train_hf_fixtures ${STAG_TRAIN_DIR}/hf_fixtures_main.cpp)
 target_link_libraries(stag_train_hf_fixtures PRIVATE stag_train_app)
 target_include_directories(stag_train_hf_fixtures PRIVATE ${PROJECT_SOURCE_DIR}/tests)
 target_compile_options(stag_train_hf_fixtures PRIVATE -Wall -Wextra)
-add_dependencies(stag_quick stag_train_hf_fixtures)
 set(train_hf $<TARGET_FILE:stag_train_hf_fixtures>)
 set(hf_base ${quick} --data ${PROJECT_SOURCE_DIR}/docs/training.md --warmup 4 --batch-size 8
   --max-len 16 --lr 3e-3 --eval-every 20 --eval-limit 16 --test-limit 32)
