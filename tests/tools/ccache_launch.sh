@@ -2,7 +2,8 @@
 # ctest ccache_launch (label quick): tools/ccache_launch.sh, the build's compiler launcher, gives
 # a precompiled header the same .sum in two checkouts of the same files, a different one when a
 # header it reads changes, and a file compiled with that header a cache hit in the second
-# checkout although g++ wrote the .gch anew there (its bytes differ from the first's). Exit 77 (skipped) without ccache.
+# checkout although g++ wrote the .gch anew there (its bytes differ from the first's), and
+# compiles from shells with and without LANG one entry. Exit 77 (skipped) without ccache.
 # Usage: ccache_launch.sh LAUNCHER CXX
 set -uo pipefail
 launcher=$1
@@ -41,8 +42,18 @@ cmp -s "$work/a/pch.hpp.gch.sum" "$work/b/pch.hpp.gch.sum" ||
 checkout c 43
 cmp -s "$work/a/pch.hpp.gch.sum" "$work/c/pch.hpp.gch.sum" &&
   fail "a changed header kept the .sum of the old one"
+# The locale is pinned: a compile from a shell with LANG=C.UTF-8 and one from a shell without
+# LANG (CI's root) share the entry.
+printf 'int plain() { return 7; }\n' >"$work/plain.cpp"
+(cd "$work" && LANG=C.UTF-8 sh "$launcher" ccache "$cxx" -o plain.o -c plain.cpp) ||
+  fail "compiling plain.cpp"
+ccache -z >/dev/null
+(cd "$work" && env -u LANG -u LC_ALL LC_MESSAGES=POSIX sh "$launcher" ccache "$cxx" -o plain.o \
+  -c plain.cpp) || fail "compiling plain.cpp without LANG"
+hits=$(ccache --print-stats | awk '$1 == "direct_cache_hit" { print $2 }')
+[ "$hits" = 1 ] || fail "a compile without LANG missed the entry made with LANG=C.UTF-8"
 # A launch that is not a precompiled header is plain ccache, and a failing compile fails.
 printf 'int broken( {\n' >"$work/bad.cpp"
 (cd "$work" && sh "$launcher" ccache "$cxx" -o bad.o -c bad.cpp 2>/dev/null) &&
   fail "a compile error did not fail the launcher"
-echo "ccache_launch: same .sum in two checkouts, a hit for the file compiled with the second .gch, a new .sum for a changed header; ok"
+echo "ccache_launch: same .sum in two checkouts, a hit for the file compiled with the second .gch, a new .sum for a changed header, one entry for two locales; ok"
