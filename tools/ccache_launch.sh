@@ -2,10 +2,11 @@
 # The compiler launcher of stag's build (CMakeLists.txt): ccache, with two additions, both so that
 # another checkout (CI's pristine root) hits what this machine compiled.
 #
-# 1. g++'s precompiled headers (stag_tests' <stag/stag.hpp>, tests/CMakeLists.txt). g++ writes a different .gch for the same input on every run, and ccache keys a file compiled
-# with a precompiled header on the .gch's bytes. A .gch compiled afresh on this machine and one
-# restored from the cache in CI's root would then never share the test files' entries. So, for
-# a compile whose output is a .gch:
+# 1. g++'s precompiled headers (stag_tests' <stag/stag.hpp>, tests/CMakeLists.txt). g++ writes a
+# different .gch for the same input on every run, and ccache keys a file compiled with a
+# precompiled header on the .gch's bytes. A .gch compiled afresh on this machine and one restored
+# from the cache in CI's root would then never share the test files' entries. So, for a compile
+# whose output is a .gch:
 #   - the old .gch goes first (ccache would otherwise hash it into the new one's key, and g++
 #     could read it), so that every checkout asks the cache the same question;
 #   - after it, <out>.sum holds a hash of what the .gch is made of: the compile's arguments and
@@ -15,6 +16,7 @@
 # 2. The locale is pinned: ccache hashes LANG, LC_ALL, LC_CTYPE and LC_MESSAGES (they change the
 # compiler's messages), so a shell with LANG=C.UTF-8 and CI's root, which has no LANG, shared no
 # entry at all. The build's compiler messages are therefore English, in UTF-8.
+#
 # Usage: ccache_launch.sh CCACHE COMPILER ARGS... (CCACHE_BASEDIR and the settings in the
 # environment, as CMakeLists.txt sets them).
 set -u
