@@ -213,7 +213,7 @@ TEST_CASE("T5 buckets: exact near, log-spaced far, one-sided when causal", "[mod
 TEST_CASE("variants fit one batch", "[models][variants][overfit]") {
   auto fit = []<int V>(std::integral_constant<int, V>, const char* what) {
     INFO(what);
-    constexpr auto step_graph = train_step<variant_lm<V>, AdamW{}>();
+    static constexpr auto step_graph = train_step<variant_lm<V>, AdamW{}>();
     const NamedArrays in = lm_inputs<V>(24, 77);
     Session s(step_graph, {.threads = 2, .seed = 1});
     double first = 0, last = 0;

@@ -8,7 +8,7 @@
 # loss that fell), not only that the names of their metrics were printed.
 set(STAG_TRAIN_DIR ${PROJECT_SOURCE_DIR}/apps/train)
 add_executable(stag_train_tests ${STAG_TRAIN_DIR}/test_train_app.cpp)
-target_link_libraries(stag_train_tests PRIVATE stag_train_app stag_catch_main)
+target_link_libraries(stag_train_tests PRIVATE stag_train_core stag_catch_main)
 target_include_directories(stag_train_tests PRIVATE ${PROJECT_SOURCE_DIR}/tests)
 target_compile_options(stag_train_tests PRIVATE -Wall -Wextra
   $<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>)  # g++ 12 false positive, see docs/examples/CMakeLists.txt

@@ -294,7 +294,7 @@ TEST_CASE("ONNX export refuses what it cannot export, naming the node and the re
   const std::string loss = onnx_unsupported(cls, {.outputs = {"result"}});
   CHECK_THAT(loss, Catch::Contains("cross_entropy") && Catch::Contains("a training loss"));
   CHECK(onnx_unsupported(cls, {.outputs = {"logits"}}).empty());
-  constexpr auto cls_train = grad<cls>();
+  static constexpr auto cls_train = grad<cls>();
   CHECK_THAT(onnx_unsupported(cls_train), Catch::Contains("a training loss"));
   CHECK_THAT(onnx_unsupported(cls_train, {.outputs = {"grad/tok.weight"}}),
              Catch::Contains("a gradient op"));

@@ -84,7 +84,7 @@ TEST_CASE("a node the GPU backend cannot run is refused, naming the node and the
                       Catch::Contains("' (op attention): score_mod / mask_mod are compiled for "
                                       "the host"));
   CHECK_THROWS_WITH(Session(modded, {.device = Device::cuda_interpret}), why);
-  constexpr auto fused = train_step<encoder<true>, AdamW{}>();
+  static constexpr auto fused = train_step<encoder<true>, AdamW{}>();
   static_assert(fused.count(op::attention) == 1);
   CHECK(device_unsupported(Device::cuda_interpret, fused).empty());  // it has kernels now
   CHECK(device_unsupported(Device::cuda_interpret, train).empty());
@@ -201,7 +201,8 @@ TEST_CASE("a training step on the GPU matches the CPU and the reference", "[gpu]
 }
 
 TEST_CASE("a training step with the fused attention on the GPU matches the CPU", "[gpu]") {
-  constexpr auto fused = train_step<encoder<true>, AdamW{.weight_decay = 0.01, .clip_norm = 1.0}>();
+  static constexpr auto fused =
+      train_step<encoder<true>, AdamW{.weight_decay = 0.01, .clip_norm = 1.0}>();
   static_assert(fused.count(op::attention) == 1 && fused.count(op::attention_backward) == 1);
   Session cpu(fused, {.threads = 2, .seed = 7});
   Session gpu(fused, {.device = gpu_device(), .seed = 7});
