@@ -25,7 +25,18 @@ Evaluation evaluate_reference(const GraphView& g, const NamedArrays& inputs,
   auto promote = [&](DType t) { return opts.f64 && t == DType::f32 ? DType::f64 : t; };
   std::vector<Array> values(static_cast<std::size_t>(g.size()));
   std::vector<TensorView> in_views;
+  // Nodes come after their inputs, so one backward sweep finds what the result needs.
+  std::vector<char> needed(static_cast<std::size_t>(g.size()), opts.result_only ? 0 : 1);
+  if (opts.result_only) {
+    if (g.result < 0) throw Error("stag: result_only: the graph has no result node");
+    needed[static_cast<std::size_t>(g.result)] = 1;
+    for (int n = g.size() - 1; n >= 0; --n)
+      if (needed[static_cast<std::size_t>(n)])
+        for (int k = 0; k < g.node(n).nin; ++k)
+          needed[static_cast<std::size_t>(g.node(n).in[k])] = 1;
+  }
   for (int n = 0; n < g.size(); ++n) {
+    if (!needed[static_cast<std::size_t>(n)]) continue;
     const Node& node = g.node(n);
     const DType t = promote(node.dtype);
     Array& out = values[static_cast<std::size_t>(n)];

@@ -14,6 +14,9 @@ struct EvalOptions {
   std::uint64_t step = 0;
   std::int64_t row_offset = 0, rows = 0;                    // data parallelism (RunState)
   std::map<std::string, std::int64_t, std::less<>> dims{};  // symbols no input determines
+  // Only the nodes the graph's result depends on; the others' values stay empty. What
+  // gradcheck's perturbed runs need: the loss, not the gradient nodes after it.
+  bool result_only = false;
 };
 
 // The value of every node after a run.

@@ -37,6 +37,35 @@ TEST_CASE("backward nodes are named after the forward node they differentiate", 
   CHECK(g.name(g.node(gw).grad_of) == "l1.weight");
 }
 
+// gradcheck's perturbed runs evaluate the loss alone (EvalOptions::result_only).
+TEST_CASE("the reference evaluator can stop at the result: same loss, no gradient nodes run",
+          "[autodiff][reference]") {
+  const NamedArrays params = make_params(net, {}, 3);
+  const NamedArrays in{{"x", th::random_array(DType::f32, {3, 5}, 9)}};
+  const Evaluation all = evaluate_reference(train, in, params, {.f64 = true});
+  const Evaluation loss = evaluate_reference(train, in, params, {.f64 = true, .result_only = true});
+  CHECK(loss.result().at(0) == all.result().at(0));
+  const GraphView g = train;
+  int skipped = 0;
+  for (int n = 0; n < g.size(); ++n) {
+    INFO(g.name(n));
+    const bool backward = (g.node(n).flags & kFlagBackward) != 0;
+    const bool unused = g.name(n) == "spare.weight";                 // no path to the loss either
+    CHECK((loss.node(n).raw() == nullptr) == (backward || unused));  // never computed
+    CHECK(all.node(n).raw() != nullptr);
+    skipped += backward;
+  }
+  CHECK(skipped >= 5);
+  // A graph without a result cannot be cut at it.
+  static constexpr auto no_result = model([](Builder& g) {
+    auto x = input<"x", Shape<2>>(g);
+    exp(x).output("y");  // a named output; the function returns nothing
+  });
+  CHECK_THROWS_WITH(evaluate_reference(no_result, {{"x", Array::from<float>({2}, {1, 2})}}, {},
+                                       {.result_only = true}),
+                    Catch::Contains("result_only: the graph has no result node"));
+}
+
 TEST_CASE("gradients of a small MLP match central differences", "[gradcheck]") {
   NamedArrays params = make_params(net, {}, 3);
   NamedArrays in{{"x", th::random_array(DType::f32, {3, 5}, 9)}};
