@@ -18,8 +18,8 @@
 # entry at all. The build's compiler messages are therefore English, in UTF-8.
 #
 # 3. With STAG_COMPILE_LOG=<file> in the build's environment, each compile (other than a .gch)
-# appends "<seconds> <object>" to the file: where a build's time goes, file by file
-# (docs/development.md; `sort -rn <file> | head`).
+# appends "<seconds> <object> <end, Unix time>" to the file: where a build's time goes, file by
+# file, and when (docs/development.md; `sort -rn <file> | head`).
 #
 # Usage: ccache_launch.sh CCACHE COMPILER ARGS... (CCACHE_BASEDIR and the settings in the
 # environment, as CMakeLists.txt sets them).
@@ -43,13 +43,13 @@ case $out in
   *.gch) ;;
   *)
     [ -n "${STAG_COMPILE_LOG:-}" ] || exec "$ccache" "$@"
-    # Timing (STAG_COMPILE_LOG set): "<seconds> <output>" appended per compile, hit or miss.
+    # Timing (STAG_COMPILE_LOG set): one line per compile, hit or miss.
     t0=$(date +%s%N)
     "$ccache" "$@"
     rc=$?
     t1=$(date +%s%N)
-    printf '%d.%03d %s\n' $(((t1 - t0) / 1000000000)) $(((t1 - t0) / 1000000 % 1000)) "$out" \
-      >>"$STAG_COMPILE_LOG"
+    printf '%d.%03d %s %d.%03d\n' $(((t1 - t0) / 1000000000)) $(((t1 - t0) / 1000000 % 1000)) \
+      "$out" $((t1 / 1000000000)) $((t1 / 1000000 % 1000)) >>"$STAG_COMPILE_LOG"
     exit $rc
     ;;
 esac

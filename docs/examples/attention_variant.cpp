@@ -140,7 +140,8 @@ int main() {
   std::printf("loss: fused %.6f, chain %.6f\n", fused.result(), sess.result());
   docs::expect(std::abs(fused.result() - sess.result()) < 1e-4,
                "the score_mod variant computes the chain's loss");
-  const GradcheckReport rf = gradcheck(grad<alibi_lm_fused>(), in, params, {.max_elements = 24});
+  static constexpr auto fused_grads = grad<alibi_lm_fused>();
+  const GradcheckReport rf = gradcheck(fused_grads, in, params, {.max_elements = 24});
   docs::expect(rf.ok && rf.checked > 0, "the fused variant's gradients match central differences");
 
   // The window's promise, on the runtime's weights: key j gets weight 0 unless i - 3 < j <= i,
