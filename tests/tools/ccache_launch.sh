@@ -6,6 +6,7 @@
 # compiles from shells with and without LANG one entry. Exit 77 (skipped) without ccache.
 # Usage: ccache_launch.sh LAUNCHER CXX
 set -uo pipefail
+unset STAG_COMPILE_LOG # set only where this test checks it
 launcher=$1
 cxx=$2
 command -v ccache >/dev/null || { echo "skipped: ccache is not installed"; exit 77; }
@@ -56,4 +57,14 @@ hits=$(ccache --print-stats | awk '$1 == "direct_cache_hit" { print $2 }')
 printf 'int broken( {\n' >"$work/bad.cpp"
 (cd "$work" && sh "$launcher" ccache "$cxx" -o bad.o -c bad.cpp 2>/dev/null) &&
   fail "a compile error did not fail the launcher"
-echo "ccache_launch: same .sum in two checkouts, a hit for the file compiled with the second .gch, a new .sum for a changed header, one entry for two locales; ok"
+# STAG_COMPILE_LOG: one "<seconds> <object> <end time>" line per compile, failed ones too.
+(cd "$work" && STAG_COMPILE_LOG=$work/times.log sh "$launcher" ccache "$cxx" -o plain.o \
+  -c plain.cpp) || fail "compiling plain.cpp with STAG_COMPILE_LOG"
+(cd "$work" && STAG_COMPILE_LOG=$work/times.log sh "$launcher" ccache "$cxx" -o bad.o \
+  -c bad.cpp 2>/dev/null) && fail "a compile error with STAG_COMPILE_LOG did not fail the launcher"
+now=$(date +%s)
+awk -v now="$now" 'NR == 1 && $2 == "plain.o" || NR == 2 && $2 == "bad.o" {
+    if ($1 ~ /^[0-9]+\.[0-9][0-9][0-9]$/ && $3 > now - 600 && $3 <= now + 1) ok++ }
+  END { exit !(NR == 2 && ok == 2) }' "$work/times.log" ||
+  fail "STAG_COMPILE_LOG did not get one timing line per compile: $(cat "$work/times.log")"
+echo "ccache_launch: same .sum in two checkouts, a hit for the file compiled with the second .gch, a new .sum for a changed header, one entry for two locales, a timing line per compile; ok"
