@@ -290,7 +290,11 @@ struct Graph {
   constexpr GraphView view() const {
     return GraphView{nodes, shapes, attrs, scopes, syms, outputs, result, dim_names};
   }
-  constexpr operator GraphView() const { return view(); }  // NOLINT: graphs are views.
+  constexpr operator GraphView() const& { return view(); }  // NOLINT: graphs are views.
+  // Not of a temporary: the view would dangle once the statement ends (a Session keeps its
+  // view), and a graph built as a temporary is built at run time, field by field, which costs
+  // g++ seconds per graph. Name it: `static constexpr auto g = grad<m>();`.
+  operator GraphView() const&& = delete;
 
   constexpr int size() const { return static_cast<int>(Z.nodes); }
   constexpr int count(OpCode op) const { return view().count(op); }
