@@ -1,6 +1,6 @@
 #!/bin/sh
-# The compiler launcher of stag's build (CMakeLists.txt): ccache, with two additions, both so that
-# another checkout (CI's pristine root) hits what this machine compiled.
+# The compiler launcher of stag's build (CMakeLists.txt): ccache, with three additions. The first
+# two make another checkout (CI's pristine root) hit what this machine compiled.
 #
 # 1. g++'s precompiled headers (stag_tests' <stag/stag.hpp>, tests/CMakeLists.txt). g++ writes a
 # different .gch for the same input on every run, and ccache keys a file compiled with a
