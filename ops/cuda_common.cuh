@@ -2,6 +2,7 @@
 // index math, loads and stores of any dtype, block reductions. Included only by .cu files.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #if defined(STAG_CUDA_INTERPRET)
@@ -21,6 +22,39 @@
   ::stag::cuda_interpret::emu::Launcher(#kernel, grid, block, shared, stream).bind(kernel)
 #else
 #define STAG_LAUNCH(kernel, grid, block, shared, stream) kernel<<<grid, block, shared, stream>>>
+#endif
+
+// Shared memory, written so that the interpret mode can check every access for races, bounds and
+// reads of unwritten elements (ops/cuda_interpret.hpp), where a plain __shared__ does not compile:
+//   STAG_SHARED(double, part, 32);         // __shared__ double part[32]
+//   STAG_SHARED(float, tile, 32, 33);      // __shared__ float tile[32][33]
+//   STAG_DYNAMIC_SHARED(float, buf);       // the launch's dynamic shared bytes as float buf[]
+// Use them as arrays: `part[i]` (not pointers into them).
+#if defined(STAG_CUDA_INTERPRET)
+#define STAG_SHARED(T, name, ...)                                        \
+  static ::stag::cuda_interpret::emu::SharedArray<T, __VA_ARGS__> name { \
+#name                                                                \
+  }
+#define STAG_DYNAMIC_SHARED(T, name)                          \
+  static ::stag::cuda_interpret::emu::DynamicShared<T> name { \
+#name                                                     \
+  }
+#else
+namespace stag::cuda_detail {
+template <class T, std::size_t N, std::size_t... Ns>
+struct ArrayOf {
+  using type = typename ArrayOf<T, Ns...>::type[N];
+};
+template <class T, std::size_t N>
+struct ArrayOf<T, N> {
+  using type = T[N];
+};
+}  // namespace stag::cuda_detail
+#define STAG_SHARED(T, name, ...) \
+  __shared__ typename ::stag::cuda_detail::ArrayOf<T, __VA_ARGS__>::type name
+#define STAG_DYNAMIC_SHARED(T, name)                                    \
+  extern __shared__ __align__(16) unsigned char stag_dynamic_shared_[]; \
+  T* const name = reinterpret_cast<T*>(stag_dynamic_shared_)
 #endif
 
 namespace stag::STAG_CUDA_NAMESPACE {
@@ -131,7 +165,7 @@ __device__ inline void store(void* p, Dt t, std::int64_t off, double x) {
 // Sum over the block of one double per thread (every thread gets the total). blockDim.x must be
 // a multiple of 32 and at most 1024.
 __device__ inline double block_sum(double v) {
-  __shared__ double warp_part[32];
+  STAG_SHARED(double, warp_part, 32);
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   __syncthreads();  // warp_part may still be read by a previous call
@@ -144,7 +178,7 @@ __device__ inline double block_sum(double v) {
 }
 
 __device__ inline double block_max(double v) {
-  __shared__ double warp_part[32];
+  STAG_SHARED(double, warp_part, 32);
   for (int o = 16; o > 0; o >>= 1) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, o));
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   __syncthreads();

@@ -6,21 +6,28 @@
 //
 // How a launch runs (STAG_LAUNCH in ops/cuda_common.cuh): the blocks one after another, the
 // threads of a block as fibers (ucontext) on the calling thread, switched at __syncthreads and
-// at every warp shuffle. So:
+// at every warp operation. What it checks, each an error naming the kernel, the block and the
+// threads (on a GPU each hangs, is undefined or gives wrong numbers now and then):
 // - __syncthreads is a real barrier over the block's threads; one that some thread of the block
-//   does not reach (it returned, or waits at a shuffle) is an error naming the block and the
-//   thread, not a silent pass (on a GPU it hangs or is undefined).
-// - a warp shuffle exchanges the values of the warp's lanes; a lane that returned or waits at a
-//   __syncthreads while its warp shuffles is the same error.
-// - __shared__ variables are function-local statics: one copy, shared by the block's threads.
-//   Launches are serialised (one mutex), so blocks never share it at the same time.
-//   NOTE: unlike a GPU, a statically initialised __shared__ array starts at zero and keeps its
-//   values from the previous block; a kernel that reads shared memory before writing it is not
-//   caught here.
-// - atomics are plain read-modify-writes (fibers are never preempted).
+//   does not reach (it returned, or waits at a warp operation) is an error.
+// - warp operations (__shfl*_sync, __ballot_sync, __any_sync, __all_sync, __syncwarp) take part
+//   with the lanes of their mask only: every lane of the mask must reach the same operation with
+//   the same mask (not one that returned, waits at __syncthreads or at another mask), a lane must
+//   be in its own mask, and a shuffle must not read a lane outside the mask. Lanes past the end
+//   of a partial last warp are left out of a mask. `width` splits a shuffle into segments.
+// - shared memory (STAG_SHARED arrays and STAG_DYNAMIC_SHARED, which replace `__shared__`: a
+//   plain `__shared__` does not compile here) is checked for races as compute-sanitizer's
+//   racecheck does: each element remembers who wrote and read it since the last __syncthreads,
+//   and a read of a value another thread wrote (read-after-write), a write of one another thread
+//   read (write-after-read) or wrote (write-after-write) is an error, unless a __syncwarp whose
+//   mask holds both threads came between. Indices are bounds-checked, and shared memory starts
+//   each block poisoned (0xff bytes: NaN, or -1): reading an element the block has not written is
+//   an error, as values never carry over from a previous block.
+// - dynamic shared memory is the launch's `shared` bytes, per block.
+// - atomics are plain read-modify-writes on global memory (fibers are never preempted).
 // - streams are ignored: a launch has finished when it returns.
-// Not emulated: shared-memory races between the barriers, out-of-bounds accesses (run the tests
-// under ASan for those), dynamic shared memory (no kernel uses it yet), tensor cores.
+// Not emulated: out-of-bounds accesses to global memory (run the tests under ASan for those),
+// global-memory races between blocks, atomics on shared memory, tensor cores.
 #pragma once
 
 #include <math.h>  // NOTE: the C names (exp, fmax, isfinite, INFINITY) as device code calls them
@@ -36,6 +43,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -46,7 +54,9 @@
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
-#define __shared__ static
+// NOTE: shared memory is declared with STAG_SHARED / STAG_DYNAMIC_SHARED (ops/cuda_common.cuh),
+// which the emulation checks; a plain __shared__ would escape the checks, so it is an error.
+#define __shared__ __shared___is_not_checked_in_interpret_mode_use_STAG_SHARED
 #define __restrict__ __restrict
 
 struct dim3 {
@@ -76,33 +86,57 @@ inline __nv_bfloat16 __float2bfloat16(float x) {
 
 namespace stag::cuda_interpret::emu {
 
-// An error the emulation found (a barrier not reached by every thread, a bad launch).
+// An error the emulation found (a barrier not reached by every thread, a race, a bad launch).
 struct KernelError : stag::Error {
   using stag::Error::Error;
 };
 
-enum class At : std::uint8_t { ready, block_barrier, warp_barrier, done };
+// Where a fiber is: running (ready), waiting at a barrier, returned, or stopped at an error.
+enum class At : std::uint8_t { ready, block_barrier, warp_op, done, failed };
+
+// A warp operation a lane waits at: its kind, mask and operands, and (once the warp's lanes of
+// the mask have all arrived) its result.
+enum class WarpKind : std::uint8_t { shuffle, ballot, any, all, sync };
+struct WarpOp {
+  WarpKind kind = WarpKind::sync;
+  unsigned mask = 0;
+  std::uint64_t value = 0;  // the shuffled value's bytes, or the vote's predicate
+  int src = 0;              // the source lane a shuffle asks for (computed by the caller)
+  std::uint64_t result = 0;
+};
 
 struct Fiber {
   ucontext_t ctx{};
   dim3 idx;
   int linear = 0;
   At at = At::ready;
+  WarpOp op;
 };
 
-// The running launch: its geometry, the fibers of the block being run, the shuffle slots.
+// A __syncwarp that completed: the lanes it ordered, numbered per warp since the last barrier.
+struct WarpSync {
+  unsigned mask = 0;
+};
+
+// The running launch: its geometry, the fibers of the block being run, the checks' clocks.
 struct State {
   dim3 grid, block, block_idx;
+  const char* kernel = "";
   std::vector<Fiber> fibers;
   Fiber* current = nullptr;
   ucontext_t scheduler{};
   std::function<void()> body;
-  // Two sets of slots per warp, used in turn, so that a lane can write the next shuffle's value
-  // while a slower lane still reads the previous one.
-  std::vector<std::uint64_t> slots;  // [warp][2][32]
-  std::vector<int> shuffles;         // per fiber: shuffles done (the parity picks the slots)
   char* stacks = nullptr;
   std::size_t stack_bytes = 0, stacks_mapped = 0;
+  // Shared memory's clocks: `block_serial` changes with every block run (a new block's shared
+  // memory is unwritten), `epoch` with every block and every __syncthreads (what came before is
+  // ordered). The __syncwarps of each warp since the last epoch change, in order.
+  std::uint64_t block_serial = 0, epoch = 0;
+  std::vector<std::vector<WarpSync>> warp_syncs;
+  // Dynamic shared memory: the launch's bytes (poisoned and unwritten at each block's start).
+  std::vector<unsigned char> dynamic;
+  std::size_t dynamic_bytes = 0;
+  std::string error;  // what a fiber stopped at (At::failed)
 };
 inline State& state() {
   static State s;
@@ -125,36 +159,292 @@ inline void yield(At at) {
   swapcontext(&f.ctx, &s.scheduler);
 }
 
+inline std::string str(dim3 d) {
+  return "(" + std::to_string(d.x) + ", " + std::to_string(d.y) + ", " + std::to_string(d.z) + ")";
+}
+inline std::string where(const Fiber& f) {
+  return "block " + str(state().block_idx) + " thread " + str(f.idx);
+}
+inline std::string thread_name(int linear) {
+  return "thread " + str(state().fibers[static_cast<std::size_t>(linear)].idx);
+}
+inline std::string prefix() {
+  return std::string("stag: cuda interpret: kernel ") + state().kernel + ": ";
+}
+
+// Stops the running fiber at an error: the scheduler throws it as a KernelError. (An exception
+// cannot unwind out of a fiber; the fiber is dropped, it never runs again.)
+[[noreturn]] inline void fail_here(const std::string& what) {
+  state().error = prefix() + what;
+  yield(At::failed);
+  std::abort();  // not reached: a failed fiber is not resumed
+}
+
 inline void syncthreads() {
   yield(At::block_barrier);
 }
 
-// The value of `lane`'s `v` in this warp shuffle (every lane of the warp takes part).
-template <class T>
-T shuffle(T v, int (*partner)(int lane, int arg), int arg) {
-  static_assert(sizeof(T) <= sizeof(std::uint64_t), "stag: shuffle of a value over 8 bytes");
-  State& s = state();
+// A warp operation: waits until every lane of `mask` has reached one, then returns its result.
+inline std::uint64_t warp_op(WarpKind kind, unsigned mask, std::uint64_t value, int src) {
   Fiber& f = self();
-  const int warp = f.linear / 32, lane = f.linear % 32;
-  const int parity = s.shuffles[static_cast<std::size_t>(f.linear)]++ & 1;
-  std::uint64_t* slot = s.slots.data() + (static_cast<std::size_t>(warp) * 2 + parity) * 32;
-  std::memcpy(&slot[lane], &v, sizeof(T));
-  yield(At::warp_barrier);
-  const int from = partner(lane, arg);
-  const int lanes = std::min(32, static_cast<int>(s.fibers.size()) - warp * 32);
-  if (from < 0 || from >= lanes) return v;  // as CUDA: an out-of-range source lane gives v
+  f.op = WarpOp{kind, mask, value, src, 0};
+  yield(At::warp_op);
+  return f.op.result;
+}
+
+// The source lane of a shuffle; `lane` itself where the source lies outside its segment.
+inline int shuffle_source(int lane, int wanted, int width,
+                          int kind /*0 idx, 1 up, 2 down, 3 xor*/) {
+  if (width <= 0 || width > 32 || (width & (width - 1)) != 0)
+    fail_here(where(self()) + ": a shuffle's width must be a power of two up to 32, not " +
+              std::to_string(width));
+  const int base = lane & ~(width - 1);
+  switch (kind) {
+    case 0:
+      return base + (wanted & (width - 1));
+    case 1:
+      return lane - base >= wanted ? lane - wanted : lane;
+    case 2:
+      return lane - base + wanted < width ? lane + wanted : lane;
+    default: {
+      const int src = lane ^ wanted;
+      return src < base + width ? src : lane;  // a later segment is out of reach
+    }
+  }
+}
+
+template <class T>
+T shuffle(unsigned mask, T v, int wanted, int width, int kind) {
+  static_assert(sizeof(T) <= sizeof(std::uint64_t) && std::is_trivially_copyable_v<T>,
+                "stag: shuffle of a value over 8 bytes");
+  const int lane = self().linear % 32;
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof(T));
+  bits = warp_op(WarpKind::shuffle, mask, bits, shuffle_source(lane, wanted, width, kind));
   T r;
-  std::memcpy(&r, &slot[from], sizeof(T));
+  std::memcpy(&r, &bits, sizeof(T));
   return r;
 }
 
-inline std::string where(const Fiber& f) {
-  const dim3 b = state().block_idx;
-  return "block (" + std::to_string(b.x) + ", " + std::to_string(b.y) + ", " + std::to_string(b.z) +
-         ") thread (" + std::to_string(f.idx.x) + ", " + std::to_string(f.idx.y) + ", " +
-         std::to_string(f.idx.z) + ")";
+// ---- shared memory -----------------------------------------------------------------------------
+// One access remembered: the thread (linear index in the block) and how many __syncwarps its warp
+// had completed since the last barrier when it made it.
+struct Access {
+  int thread = -1;
+  std::uint32_t syncs = 0;
+};
+// What one element saw since the last barrier.
+struct Shadow {
+  std::uint64_t epoch = 0;          // the records below are of this epoch (else: none)
+  std::uint64_t written_block = 0;  // block_serial of the block that last wrote it
+  Access write;
+  std::vector<Access> reads;  // one per thread, its latest
+};
+
+// Is `a`'s access ordered before thread `b`'s now? Same warp, and a __syncwarp after it whose mask
+// holds both.
+inline bool ordered(const Access& a, int b) {
+  if (a.thread == b) return true;
+  if (a.thread / 32 != b / 32) return false;
+  const auto& syncs = state().warp_syncs[static_cast<std::size_t>(b / 32)];
+  const unsigned both = (1u << (a.thread % 32)) | (1u << (b % 32));
+  for (std::size_t k = a.syncs; k < syncs.size(); ++k)
+    if ((syncs[k].mask & both) == both) return true;
+  return false;
+}
+inline std::uint32_t syncs_now(int thread) {
+  return static_cast<std::uint32_t>(
+      state().warp_syncs[static_cast<std::size_t>(thread / 32)].size());
 }
 
+// A block of shared memory: its bytes and one shadow per element. `name` and `dims` are for
+// the errors.
+class SharedSpace {
+ public:
+  SharedSpace(const char* name, std::size_t elem_bytes, std::vector<std::size_t> dims)
+      : name_(name), elem_(elem_bytes), dims_(std::move(dims)) {}
+
+  // The element count; resets the bytes and shadows when a new block runs.
+  void begin(unsigned char* bytes, std::size_t count) {
+    const State& s = state();
+    if (serial_ == s.block_serial && bytes == bytes_) return;
+    serial_ = s.block_serial;
+    bytes_ = bytes;
+    count_ = count;
+    std::memset(bytes_, 0xff, count_ * elem_);
+    shadows_.assign(count_, Shadow{});
+  }
+  std::size_t count() const { return count_; }
+  std::size_t elem_bytes() const { return elem_; }
+  unsigned char* at(std::size_t i) { return bytes_ + i * elem_; }
+
+  [[noreturn]] void out_of_bounds(std::int64_t i, std::size_t n) const {
+    fail_here(where(self()) + ": index " + std::to_string(i) + " is out of bounds of shared `" +
+              name_ + "`" + (dims_.size() > 1 ? " (a dimension of " : " (") + std::to_string(n) +
+              (dims_.size() > 1 ? ")" : " elements)"));
+  }
+  void read(std::size_t i) {
+    const State& s = state();
+    const int me = self().linear;
+    Shadow& sh = shadows_[i];
+    if (sh.written_block != s.block_serial)
+      fail_here(where(self()) + " reads shared " + element(i) +
+                ", which no thread of this block has written (shared memory starts undefined "
+                "in every block; if another thread writes it later, a __syncthreads is missing)");
+    fresh(sh);
+    if (sh.write.thread >= 0 && !ordered(sh.write, me))
+      race(i, "read-after-write", "reads", thread_name(sh.write.thread), "wrote");
+    for (Access& r : sh.reads)
+      if (r.thread == me) {
+        r.syncs = syncs_now(me);
+        return;
+      }
+    sh.reads.push_back({me, syncs_now(me)});
+  }
+  void write(std::size_t i) {
+    const State& s = state();
+    const int me = self().linear;
+    Shadow& sh = shadows_[i];
+    fresh(sh);
+    if (sh.write.thread >= 0 && !ordered(sh.write, me))
+      race(i, "write-after-write", "writes", thread_name(sh.write.thread), "wrote");
+    for (const Access& r : sh.reads)
+      if (!ordered(r, me)) race(i, "write-after-read", "writes", thread_name(r.thread), "read");
+    sh.write = {me, syncs_now(me)};
+    sh.written_block = s.block_serial;
+  }
+
+ private:
+  void fresh(Shadow& sh) const {
+    const State& s = state();
+    if (sh.epoch == s.epoch) return;
+    sh.epoch = s.epoch;
+    sh.write = {};
+    sh.reads.clear();
+  }
+  std::string element(std::size_t i) const {
+    if (dims_.empty()) return "`" + name_ + "`[" + std::to_string(i) + "]";
+    std::string idx;
+    for (std::size_t d = dims_.size(); d-- > 0;) {
+      idx = "[" + std::to_string(i % dims_[d]) + "]" + idx;
+      i /= dims_[d];
+    }
+    return "`" + name_ + "`" + idx;
+  }
+  [[noreturn]] void race(std::size_t i, const char* kind, const char* verb,
+                         const std::string& other, const char* other_verb) const {
+    fail_here("shared-memory race (" + std::string(kind) + ") in block " + str(state().block_idx) +
+              ": " + thread_name(self().linear) + " " + verb + " " + element(i) + ", which " +
+              other + " " + other_verb + " with no __syncthreads (or __syncwarp of both) between");
+  }
+
+  std::string name_;
+  std::size_t elem_;
+  std::vector<std::size_t> dims_;
+  std::uint64_t serial_ = ~std::uint64_t{0};
+  unsigned char* bytes_ = nullptr;
+  std::size_t count_ = 0;
+  std::vector<Shadow> shadows_;
+};
+
+// One element of shared memory as the kernel uses it: reading converts, assigning writes.
+template <class T>
+class SharedRef {
+ public:
+  SharedRef(SharedSpace& space, std::size_t i) : space_(space), i_(i) {}
+  operator T() const {  // NOLINT: reads like the element
+    space_.read(i_);
+    T v;
+    std::memcpy(&v, space_.at(i_), sizeof(T));
+    return v;
+  }
+  const SharedRef& operator=(const T& v) const {
+    space_.write(i_);
+    std::memcpy(space_.at(i_), &v, sizeof(T));
+    return *this;
+  }
+  const SharedRef& operator=(const SharedRef& o) const { return *this = static_cast<T>(o); }
+  template <class U>
+  const SharedRef& operator+=(const U& v) const {
+    return *this = static_cast<T>(static_cast<T>(*this) + v);
+  }
+  template <class U>
+  const SharedRef& operator-=(const U& v) const {
+    return *this = static_cast<T>(static_cast<T>(*this) - v);
+  }
+  template <class U>
+  const SharedRef& operator*=(const U& v) const {
+    return *this = static_cast<T>(static_cast<T>(*this) * v);
+  }
+  template <class U>
+  const SharedRef& operator/=(const U& v) const {
+    return *this = static_cast<T>(static_cast<T>(*this) / v);
+  }
+
+ private:
+  SharedSpace& space_;
+  std::size_t i_;
+};
+
+// A view of dims Ns... at element `base` of a shared array: `a[i]` is the next dimension, down
+// to a SharedRef.
+template <class T, std::size_t N, std::size_t... Ns>
+class SharedView {
+ public:
+  SharedView(SharedSpace& space, std::size_t base) : space_(space), base_(base) {}
+  auto operator[](std::int64_t i) const {
+    if (i < 0 || static_cast<std::size_t>(i) >= N) space_.out_of_bounds(i, N);
+    const std::size_t at = base_ + static_cast<std::size_t>(i) * (Ns * ... * 1);
+    if constexpr (sizeof...(Ns) == 0)
+      return SharedRef<T>(space_, at);
+    else
+      return SharedView<T, Ns...>(space_, at);
+  }
+
+ private:
+  SharedSpace& space_;
+  std::size_t base_;
+};
+
+// STAG_SHARED(T, name, N, ...): a function-local static (one per kernel, as a __shared__ array
+// is per block; blocks run one after another), reset at every block.
+template <class T, std::size_t... Ns>
+class SharedArray {
+  static_assert(std::is_trivially_copyable_v<T>, "stag: shared memory holds plain values");
+  static constexpr std::size_t kCount = (Ns * ...);
+
+ public:
+  explicit SharedArray(const char* name) : space_(name, sizeof(T), {Ns...}) {}
+  auto operator[](std::int64_t i) const {
+    space_.begin(bytes_, kCount);
+    return SharedView<T, Ns...>(space_, 0)[i];
+  }
+
+ private:
+  mutable SharedSpace space_;
+  alignas(16) mutable unsigned char bytes_[kCount * sizeof(T)];
+};
+
+// STAG_DYNAMIC_SHARED(T, name): the launch's dynamic shared memory as T elements.
+template <class T>
+class DynamicShared {
+  static_assert(std::is_trivially_copyable_v<T>, "stag: shared memory holds plain values");
+
+ public:
+  explicit DynamicShared(const char* name) : space_(name, sizeof(T), {}) {}
+  SharedRef<T> operator[](std::int64_t i) const {
+    State& s = state();
+    space_.begin(s.dynamic.data(), s.dynamic_bytes / sizeof(T));
+    if (i < 0 || static_cast<std::size_t>(i) >= space_.count())
+      space_.out_of_bounds(i, space_.count());
+    return SharedRef<T>(space_, static_cast<std::size_t>(i));
+  }
+
+ private:
+  mutable SharedSpace space_;
+};
+
+// ---- the scheduler -----------------------------------------------------------------------------
 inline void trampoline() {
   State& s = state();
   s.body();
@@ -162,9 +452,118 @@ inline void trampoline() {
   swapcontext(&s.current->ctx, &s.scheduler);
 }
 
-// Runs one block to the end: the fibers in turn until each is done, releasing the barriers
-// once every thread (of the block, or of the warp) waits at one.
-inline void run_block(const char* kernel) {
+inline const char* kind_name(WarpKind k) {
+  switch (k) {
+    case WarpKind::shuffle:
+      return "a warp shuffle";
+    case WarpKind::ballot:
+      return "__ballot_sync";
+    case WarpKind::any:
+      return "__any_sync";
+    case WarpKind::all:
+      return "__all_sync";
+    default:
+      return "__syncwarp";
+  }
+}
+inline std::string hex(unsigned m) {
+  char b[16];
+  std::snprintf(b, sizeof b, "0x%08x", m);
+  return b;
+}
+inline std::string waits_at(const Fiber& f) {
+  switch (f.at) {
+    case At::block_barrier:
+      return "waits at __syncthreads";
+    case At::warp_op:
+      return std::string("waits at ") + kind_name(f.op.kind) + " with mask " + hex(f.op.mask);
+    case At::done:
+      return "has returned";
+    default:
+      return "is running";
+  }
+}
+
+// Completes the warp operations whose lanes have all arrived. False when none could; then, if a
+// lane waits for one that will not come (it returned, or waits at __syncthreads or at another
+// warp operation), that is an error.
+inline bool release_warp_ops() {
+  State& s = state();
+  const int n = static_cast<int>(s.fibers.size());
+  bool released = false;
+  std::string stuck;
+  for (int w = 0; w * 32 < n; ++w) {
+    const int lo = w * 32, lanes = std::min(32, n - lo);
+    const unsigned present = lanes == 32 ? ~0u : (1u << lanes) - 1;
+    unsigned handled = 0;
+    for (int l = 0; l < lanes; ++l) {
+      Fiber& f = s.fibers[static_cast<std::size_t>(lo + l)];
+      if (f.at != At::warp_op || (handled >> l & 1u) != 0) continue;
+      if ((f.op.mask >> l & 1u) == 0)
+        throw KernelError(prefix() + where(f) + " calls " + kind_name(f.op.kind) + " with mask " +
+                          hex(f.op.mask) + ", which does not hold its own lane " +
+                          std::to_string(l) + " (on a GPU this is undefined)");
+      const unsigned group = f.op.mask & present;
+      const Fiber* absent = nullptr;
+      for (int g = 0; g < lanes && absent == nullptr; ++g) {
+        const Fiber& o = s.fibers[static_cast<std::size_t>(lo + g)];
+        if ((group >> g & 1u) != 0 &&
+            (o.at != At::warp_op || o.op.kind != f.op.kind || o.op.mask != f.op.mask))
+          absent = &o;
+      }
+      if (absent != nullptr) {
+        if (stuck.empty())
+          stuck = prefix() + where(f) + " " + waits_at(f) + " but " + where(*absent) + " " +
+                  waits_at(*absent) + " (on a GPU this hangs or is undefined)";
+        continue;
+      }
+      std::uint64_t votes = 0;
+      for (int g = 0; g < lanes; ++g)
+        if ((group >> g & 1u) != 0 && s.fibers[static_cast<std::size_t>(lo + g)].op.value != 0)
+          votes |= 1ull << g;
+      for (int g = 0; g < lanes; ++g) {
+        if ((group >> g & 1u) == 0) continue;
+        Fiber& o = s.fibers[static_cast<std::size_t>(lo + g)];
+        switch (o.op.kind) {
+          case WarpKind::shuffle: {
+            const int src = o.op.src;
+            if (src >= lanes || src == g) {  // past a partial warp's end: its own value
+              o.op.result = o.op.value;
+            } else if ((group >> src & 1u) == 0) {
+              throw KernelError(prefix() + where(o) + " shuffles from lane " + std::to_string(src) +
+                                ", which is not in the mask " + hex(o.op.mask) +
+                                " (on a GPU the value is undefined)");
+            } else {
+              o.op.result = s.fibers[static_cast<std::size_t>(lo + src)].op.value;
+            }
+            break;
+          }
+          case WarpKind::ballot:
+            o.op.result = votes;
+            break;
+          case WarpKind::any:
+            o.op.result = votes != 0;
+            break;
+          case WarpKind::all:
+            o.op.result = votes == group;
+            break;
+          case WarpKind::sync:
+            break;
+        }
+        o.at = At::ready;
+      }
+      if (f.op.kind == WarpKind::sync) s.warp_syncs[static_cast<std::size_t>(w)].push_back({group});
+      handled |= group;
+      released = true;
+    }
+  }
+  if (!released && !stuck.empty()) throw KernelError(stuck);
+  return released;
+}
+
+// Runs one block to the end: the fibers in turn until each is done, completing the warp
+// operations and the barrier once every thread they wait for has arrived.
+inline void run_block() {
   State& s = state();
   const int n = static_cast<int>(s.fibers.size());
   for (int t = 0; t < n; ++t) {
@@ -176,13 +575,9 @@ inline void run_block(const char* kernel) {
     f.ctx.uc_link = nullptr;
     makecontext(&f.ctx, trampoline, 0);
   }
-  std::fill(s.shuffles.begin(), s.shuffles.end(), 0);
-  auto fail = [&](const Fiber& waiting, const Fiber& other, const char* what) {
-    throw KernelError(
-        std::string("stag: cuda interpret: kernel ") + kernel + ": " + where(waiting) +
-        " waits at " + (waiting.at == At::block_barrier ? "__syncthreads" : "a warp shuffle") +
-        " but " + where(other) + " " + what + " (on a GPU this hangs or is undefined)");
-  };
+  ++s.block_serial;
+  ++s.epoch;
+  s.warp_syncs.assign(static_cast<std::size_t>((n + 31) / 32), {});
   for (;;) {
     bool ran = false;
     for (int t = 0; t < n; ++t) {
@@ -190,36 +585,23 @@ inline void run_block(const char* kernel) {
       if (f.at != At::ready) continue;
       s.current = &f;
       swapcontext(&s.scheduler, &f.ctx);
+      if (f.at == At::failed) throw KernelError(s.error);
       ran = true;
     }
     if (ran) continue;
-    // Nobody is ready: release whole warps waiting at a shuffle, else the block's barrier.
-    bool released = false;
-    for (int w = 0; w * 32 < n; ++w) {
-      const int lo = w * 32, hi = std::min(n, lo + 32);
-      int waiting = 0;
-      for (int t = lo; t < hi; ++t)
-        waiting += s.fibers[static_cast<std::size_t>(t)].at == At::warp_barrier;
-      if (waiting == 0) continue;
-      for (int t = lo; t < hi; ++t) {
-        const Fiber& o = s.fibers[static_cast<std::size_t>(t)];
-        if (o.at == At::warp_barrier) continue;
-        const Fiber& first = *std::find_if(s.fibers.begin() + lo, s.fibers.begin() + hi,
-                                           [](const Fiber& x) { return x.at == At::warp_barrier; });
-        fail(first, o, o.at == At::done ? "has returned" : "waits at __syncthreads");
-      }
-      for (int t = lo; t < hi; ++t) s.fibers[static_cast<std::size_t>(t)].at = At::ready;
-      released = true;
-    }
-    if (released) continue;
-    int at_barrier = 0;
-    for (const Fiber& f : s.fibers) at_barrier += f.at == At::block_barrier;
-    if (at_barrier == 0) return;  // every thread is done
-    const Fiber& waiting = *std::find_if(s.fibers.begin(), s.fibers.end(),
-                                         [](const Fiber& x) { return x.at == At::block_barrier; });
+    // Nobody is ready: complete the warp operations whose lanes are all there, else the barrier.
+    // (Past release_warp_ops, no thread waits at a warp operation.)
+    if (release_warp_ops()) continue;
+    const auto waiting = std::find_if(s.fibers.begin(), s.fibers.end(),
+                                      [](const Fiber& x) { return x.at == At::block_barrier; });
+    if (waiting == s.fibers.end()) return;  // every thread is done
     for (const Fiber& f : s.fibers)
-      if (f.at == At::done) fail(waiting, f, "has returned");
+      if (f.at == At::done)
+        throw KernelError(prefix() + where(*waiting) + " waits at __syncthreads but " + where(f) +
+                          " has returned (on a GPU this hangs or is undefined)");
     for (Fiber& f : s.fibers) f.at = At::ready;
+    ++s.epoch;
+    for (auto& w : s.warp_syncs) w.clear();
   }
 }
 
@@ -227,11 +609,7 @@ inline void run_block(const char* kernel) {
 class Launcher {
  public:
   Launcher(const char* name, dim3 grid, dim3 block, std::size_t shared, cudaStream_t /*ignored*/)
-      : name_(name), grid_(grid), block_(block) {
-    if (shared != 0)
-      throw KernelError(std::string("stag: cuda interpret: kernel ") + name +
-                        ": dynamic shared memory is not emulated");
-  }
+      : name_(name), grid_(grid), block_(block), shared_(shared) {}
   // STAG_LAUNCH(...)(args...): the kernel, then its arguments.
   template <class Kernel>
   auto bind(Kernel kernel) const {
@@ -245,6 +623,10 @@ class Launcher {
     if (threads == 0 || threads > 1024 || grid_.x == 0 || grid_.y == 0 || grid_.z == 0)
       throw KernelError(std::string("stag: cuda interpret: kernel ") + name_ +
                         ": a launch needs 1 to 1024 threads per block and a non-empty grid");
+    if (shared_ > kMaxDynamicShared)
+      throw KernelError(std::string("stag: cuda interpret: kernel ") + name_ + ": " +
+                        std::to_string(shared_) + " bytes of dynamic shared memory, over the " +
+                        std::to_string(kMaxDynamicShared) + " a block may have");
     std::lock_guard<std::mutex> lock(launch_mutex());
     State& s = state();
     if (s.stacks_mapped < threads * kStack) {
@@ -257,9 +639,10 @@ class Launcher {
     }
     s.grid = grid_;
     s.block = block_;
+    s.kernel = name_;
+    s.dynamic.assign(shared_, 0xff);
+    s.dynamic_bytes = shared_;
     s.fibers.assign(threads, Fiber{});
-    s.slots.assign((threads + 31) / 32 * 2 * 32, 0);
-    s.shuffles.assign(threads, 0);
     for (std::size_t t = 0; t < threads; ++t) {
       Fiber& f = s.fibers[t];
       f.linear = static_cast<int>(t);
@@ -275,14 +658,18 @@ class Launcher {
       for (unsigned y = 0; y < grid_.y; ++y)
         for (unsigned x = 0; x < grid_.x; ++x) {
           s.block_idx = dim3(x, y, z);
-          run_block(name_);
+          run_block();
         }
     s.body = nullptr;
   }
 
+  // An H100's opt-in maximum per block (227 KiB); the default without opting in is 48 KiB.
+  static constexpr std::size_t kMaxDynamicShared = 227 * 1024;
+
  private:
   const char* name_;
   dim3 grid_, block_;
+  std::size_t shared_;
 };
 
 }  // namespace stag::cuda_interpret::emu
@@ -291,24 +678,42 @@ class Launcher {
 #define blockIdx (::stag::cuda_interpret::emu::state().block_idx)
 #define blockDim (::stag::cuda_interpret::emu::state().block)
 #define gridDim (::stag::cuda_interpret::emu::state().grid)
+inline constexpr int warpSize = 32;
 
 inline void __syncthreads() {
   stag::cuda_interpret::emu::syncthreads();
 }
-template <class T>
-T __shfl_xor_sync(unsigned /*mask: every lane*/, T v, int lane_mask) {
-  return stag::cuda_interpret::emu::shuffle(
-      v, [](int lane, int m) { return lane ^ m; }, lane_mask);
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+  namespace e = stag::cuda_interpret::emu;
+  e::warp_op(e::WarpKind::sync, mask, 0, 0);
 }
 template <class T>
-T __shfl_down_sync(unsigned, T v, int delta) {
-  return stag::cuda_interpret::emu::shuffle(
-      v, [](int lane, int d) { return lane + d; }, delta);
+T __shfl_sync(unsigned mask, T v, int src, int width = 32) {
+  return stag::cuda_interpret::emu::shuffle(mask, v, src, width, 0);
 }
 template <class T>
-T __shfl_sync(unsigned, T v, int src) {
-  return stag::cuda_interpret::emu::shuffle(
-      v, [](int, int s) { return s; }, src);
+T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+  return stag::cuda_interpret::emu::shuffle(mask, v, static_cast<int>(delta), width, 1);
+}
+template <class T>
+T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+  return stag::cuda_interpret::emu::shuffle(mask, v, static_cast<int>(delta), width, 2);
+}
+template <class T>
+T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
+  return stag::cuda_interpret::emu::shuffle(mask, v, lane_mask, width, 3);
+}
+inline unsigned __ballot_sync(unsigned mask, int predicate) {
+  namespace e = stag::cuda_interpret::emu;
+  return static_cast<unsigned>(e::warp_op(e::WarpKind::ballot, mask, predicate != 0, 0));
+}
+inline int __any_sync(unsigned mask, int predicate) {
+  namespace e = stag::cuda_interpret::emu;
+  return static_cast<int>(e::warp_op(e::WarpKind::any, mask, predicate != 0, 0));
+}
+inline int __all_sync(unsigned mask, int predicate) {
+  namespace e = stag::cuda_interpret::emu;
+  return static_cast<int>(e::warp_op(e::WarpKind::all, mask, predicate != 0, 0));
 }
 
 template <class T>

@@ -123,7 +123,7 @@ __device__ inline double dprob(const AttentionArgs& a, const Row& w, std::int64_
 }
 
 __global__ void forward_kernel(AttentionArgs a, void* out, Dt ot) {
-  __shared__ double weight[kLanes];
+  STAG_SHARED(double, weight, kLanes);
   const std::int64_t r = blockIdx.x;
   const Row w = row_of(a, r);
   const Stats st = row_stats(a, w);
@@ -177,7 +177,7 @@ __device__ inline double dscore(const AttentionArgs& a, const Row& w, const doub
 }
 
 __global__ void dq_kernel(AttentionArgs a, const double* stats, void* out, Dt ot) {
-  __shared__ double coef[kLanes];
+  STAG_SHARED(double, coef, kLanes);
   const std::int64_t r = blockIdx.x;
   const Row w = row_of(a, r);
   const int lane = static_cast<int>(threadIdx.x);
@@ -198,7 +198,7 @@ __global__ void dq_kernel(AttentionArgs a, const double* stats, void* out, Dt ot
 
 // Key row (b, kh, j): dk_j = sum over its query rows of ds q_i, dv_j = sum of p z do_i.
 __global__ void dkv_kernel(AttentionArgs a, bool dv, const double* stats, void* out, Dt ot) {
-  __shared__ double coef[kLanes];
+  STAG_SHARED(double, coef, kLanes);
   const std::int64_t j = blockIdx.x % a.Sk, kh = blockIdx.x / a.Sk % a.Hkv,
                      b = blockIdx.x / (a.Sk * a.Hkv);
   const std::int64_t group = a.Hq / a.Hkv, rows = group * a.Sq;  // (h in the group, i)
