@@ -43,6 +43,7 @@ struct Options {
   double bucket_mib = 25;  // data parallelism: gradient bucket size
   Device device = Device::cpu;
   bool tf32 = false;             // --device cuda: TF32 matmuls
+  bool cuda_graphs = true;       // --no-cuda-graphs: launch the kernels one by one
   double memory_budget_mib = 0;  // > 0: the arena's budget (recomputation, runtime/remat.hpp)
   bool in_backward = false;      // the training step with AdamW{.in_backward = true}
 };
@@ -125,6 +126,7 @@ void print_profile(const Options& o, const Session& s) {
 SessionOptions session_options(const Options& o) {
   return {.device = o.device,
           .tf32 = o.tf32,
+          .cuda_graphs = o.cuda_graphs,
           .threads = o.threads,
           .schedule = o.schedule,
           .profile = o.profile > 0,
@@ -341,6 +343,8 @@ constexpr const char* kUsage = R"(usage: stag-bench [options]
   --device cpu|cuda|cuda_interpret  where the steps run (cuda: the GPU backend, docs/cuda.md;
                                  cuda_interpret: its kernels on the CPU, no GPU, no timing)
   --tf32                         --device cuda: f32 matmuls on TF32 tensor cores
+  --no-cuda-graphs               --device cuda: launch every kernel each step instead of
+                                 replaying the step's captured CUDA Graph
   --mode both|train|infer        the training step, the forward pass, or both
   --threads N                    threads (TBB arena and own kernels; default 2)
   --omp N                        OpenMP threads for oneDNN (default: --threads)
@@ -391,6 +395,8 @@ Options parse(int argc, char** argv, std::vector<std::string>& passthrough) {
                                          : Device::cpu;
     } else if (a == "--tf32")
       o.tf32 = true;
+    else if (a == "--no-cuda-graphs")
+      o.cuda_graphs = false;
     else if (a == "--omp")
       o.omp = std::atoi(value().c_str());
     else if (a == "--schedule") {
@@ -416,7 +422,7 @@ Options parse(int argc, char** argv, std::vector<std::string>& passthrough) {
       o.export_onnx = value();
     else
       throw Error("stag-bench: unknown argument '" + a + "' (try --help)");
-    if (a == "--tf32" || a == "--in-backward")
+    if (a == "--tf32" || a == "--in-backward" || a == "--no-cuda-graphs")
       passthrough.push_back(a);  // a flag: no value follows
     else if (a != "--config" && a != "--mode") {
       passthrough.push_back(a);

@@ -36,9 +36,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -63,9 +65,33 @@ struct dim3 {
   unsigned x = 1, y = 1, z = 1;
   constexpr dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
 };
-struct CUstream_st;
+enum cudaError_t {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901,
+};
+// A stream; while it captures, what is enqueued on it is recorded instead of run (a CUDA Graph),
+// and what a capture cannot hold (a synchronisation, a copy between host and device, an
+// allocation) makes the capture invalid, as on a GPU.
+struct CUstream_st {
+  std::vector<std::function<void()>>* capture = nullptr;
+  std::string invalid;  // why the capture under way is invalid ("" while it is valid)
+};
 using cudaStream_t = CUstream_st*;
-enum cudaError_t { cudaSuccess = 0, cudaErrorInvalidValue = 1 };
+struct CUgraph_st {
+  std::vector<std::function<void()>> ops;
+};
+struct CUgraphExec_st {
+  std::vector<std::function<void()>> ops;
+};
+using cudaGraph_t = CUgraph_st*;
+using cudaGraphExec_t = CUgraphExec_st*;
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2,
+};
 
 // bf16 as the toolkit's __nv_bfloat16: the bits, converted as the CPU kernels convert them.
 struct __nv_bfloat16 {
@@ -136,7 +162,8 @@ struct State {
   // Dynamic shared memory: the launch's bytes (poisoned and unwritten at each block's start).
   std::vector<unsigned char> dynamic;
   std::size_t dynamic_bytes = 0;
-  std::string error;  // what a fiber stopped at (At::failed)
+  std::string error;                 // what a fiber stopped at (At::failed)
+  cudaStream_t capturing = nullptr;  // the stream recording a CUDA Graph, if any
 };
 inline State& state() {
   static State s;
@@ -608,8 +635,8 @@ inline void run_block() {
 // kernel<<<grid, block, shared, stream>>>(args...): every block, one after another.
 class Launcher {
  public:
-  Launcher(const char* name, dim3 grid, dim3 block, std::size_t shared, cudaStream_t /*ignored*/)
-      : name_(name), grid_(grid), block_(block), shared_(shared) {}
+  Launcher(const char* name, dim3 grid, dim3 block, std::size_t shared, cudaStream_t stream)
+      : name_(name), grid_(grid), block_(block), shared_(shared), stream_(stream) {}
   // STAG_LAUNCH(...)(args...): the kernel, then its arguments.
   template <class Kernel>
   auto bind(Kernel kernel) const {
@@ -627,6 +654,25 @@ class Launcher {
       throw KernelError(std::string("stag: cuda interpret: kernel ") + name_ + ": " +
                         std::to_string(shared_) + " bytes of dynamic shared memory, over the " +
                         std::to_string(kMaxDynamicShared) + " a block may have");
+    // The arguments are copied once, as a launch copies them to the device; each thread calls
+    // the kernel with its own copies of those (kernel parameters are per thread).
+    auto saved = std::make_tuple(std::decay_t<Args>(std::forward<Args>(args))...);
+    if (stream_ != nullptr && stream_->capture != nullptr) {  // recorded, run at each replay
+      if (stream_->invalid.empty())
+        stream_->capture->push_back(
+            [launcher = *this, kernel, saved] { launcher.execute(kernel, saved); });
+      return;
+    }
+    execute(kernel, saved);
+  }
+
+  // An H100's opt-in maximum per block (227 KiB); the default without opting in is 48 KiB.
+  static constexpr std::size_t kMaxDynamicShared = 227 * 1024;
+
+ private:
+  template <class Kernel, class Saved>
+  void execute(Kernel kernel, const Saved& saved) const {
+    const std::size_t threads = std::size_t{block_.x} * block_.y * block_.z;
     std::lock_guard<std::mutex> lock(launch_mutex());
     State& s = state();
     if (s.stacks_mapped < threads * kStack) {
@@ -650,9 +696,6 @@ class Launcher {
           dim3(static_cast<unsigned>(t % block_.x), static_cast<unsigned>(t / block_.x % block_.y),
                static_cast<unsigned>(t / (std::size_t{block_.x} * block_.y)));
     }
-    // The arguments are copied once, as a launch copies them to the device; each thread calls
-    // the kernel with its own copies of those (kernel parameters are per thread).
-    auto saved = std::make_tuple(std::decay_t<Args>(std::forward<Args>(args))...);
     s.body = [&] { std::apply([&](const auto&... a) { kernel(a...); }, saved); };
     for (unsigned z = 0; z < grid_.z; ++z)
       for (unsigned y = 0; y < grid_.y; ++y)
@@ -663,14 +706,30 @@ class Launcher {
     s.body = nullptr;
   }
 
-  // An H100's opt-in maximum per block (227 KiB); the default without opting in is 48 KiB.
-  static constexpr std::size_t kMaxDynamicShared = 227 * 1024;
-
- private:
   const char* name_;
   dim3 grid_, block_;
   std::size_t shared_;
+  cudaStream_t stream_;
 };
+
+// Runs `op` now, or records it where `s` captures (a launch, copy, memset or host function).
+inline cudaError_t enqueue(cudaStream_t s, std::function<void()> op) {
+  if (s != nullptr && s->capture != nullptr) {
+    if (!s->invalid.empty()) return cudaErrorStreamCaptureInvalidated;
+    s->capture->push_back(std::move(op));
+    return cudaSuccess;
+  }
+  op();
+  return cudaSuccess;
+}
+// What a capture cannot hold, called while `s` (or, for s null, any stream) captures: the
+// capture becomes invalid, as on a GPU.
+inline cudaError_t not_in_capture(cudaStream_t s, const char* what) {
+  cudaStream_t c = s != nullptr && s->capture != nullptr ? s : state().capturing;
+  if (c == nullptr) return cudaSuccess;
+  if (c->invalid.empty()) c->invalid = what;
+  return cudaErrorStreamCaptureUnsupported;
+}
 
 }  // namespace stag::cuda_interpret::emu
 
@@ -737,8 +796,13 @@ T atomicAdd(T* p, T v) {
 
 // ---- the CUDA runtime, as the backend's host side (runtime/cuda/) calls it -------------------
 // Device memory is host memory (256-byte aligned, as cudaMalloc's); copies are memcpy; a stream
-// has nothing pending when a call returns. `cudaGetLastError` reports a launch that failed.
-enum cudaMemcpyKind { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2 };
+// has nothing pending when a call returns, unless it captures (a CUDA Graph: below).
+// `cudaGetLastError` reports a launch that failed.
+enum cudaMemcpyKind {
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3,
+};
 inline constexpr unsigned cudaStreamNonBlocking = 1;
 struct cudaDeviceProp {
   char name[256] = "stag cuda interpret (the CUDA kernels on the CPU)";
@@ -746,30 +810,89 @@ struct cudaDeviceProp {
   std::size_t totalGlobalMem = std::size_t{1} << 30;
 };
 inline cudaError_t cudaMalloc(void** p, std::size_t bytes) {
+  *p = nullptr;
+  namespace e = stag::cuda_interpret::emu;
+  if (const cudaError_t c = e::not_in_capture(nullptr, "cudaMalloc"); c != cudaSuccess) return c;
   *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   return *p == nullptr ? cudaErrorInvalidValue : cudaSuccess;
 }
 inline cudaError_t cudaFree(void* p) {
+  namespace e = stag::cuda_interpret::emu;
+  if (const cudaError_t c = e::not_in_capture(nullptr, "cudaFree"); c != cudaSuccess) return c;
   std::free(p);
   return cudaSuccess;
 }
-inline cudaError_t cudaMemsetAsync(void* p, int v, std::size_t bytes, cudaStream_t = nullptr) {
-  std::memset(p, v, bytes);
-  return cudaSuccess;
+inline cudaError_t cudaMemsetAsync(void* p, int v, std::size_t bytes, cudaStream_t s = nullptr) {
+  return stag::cuda_interpret::emu::enqueue(s, [=] { std::memset(p, v, bytes); });
 }
-inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind,
-                                   cudaStream_t = nullptr) {
-  std::memcpy(dst, src, bytes);
-  return cudaSuccess;
+inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes,
+                                   cudaMemcpyKind kind, cudaStream_t s = nullptr) {
+  namespace e = stag::cuda_interpret::emu;
+  // NOTE: a graph's copy reads its source when replayed; a pageable host buffer cannot be one.
+  if (kind != cudaMemcpyDeviceToDevice && s != nullptr && s->capture != nullptr)
+    return e::not_in_capture(s, "a copy between host and device memory");
+  return e::enqueue(s, [=] { std::memcpy(dst, src, bytes); });
 }
-inline cudaError_t cudaStreamSynchronize(cudaStream_t) {
+inline cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  if (s != nullptr && s->capture != nullptr)
+    return stag::cuda_interpret::emu::not_in_capture(s, "cudaStreamSynchronize");
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
-  *s = nullptr;
+  *s = new CUstream_st{};
   return cudaSuccess;
 }
-inline cudaError_t cudaStreamDestroy(cudaStream_t) {
+inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  delete s;
+  return cudaSuccess;
+}
+// A host function in stream order (a host node of a graph).
+using cudaHostFn_t = void (*)(void*);
+inline cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* data) {
+  return stag::cuda_interpret::emu::enqueue(s, [=] { fn(data); });
+}
+
+// CUDA Graphs: a stream's capture records what is enqueued on it; an instantiated graph replays
+// the records in order on each launch (the emulation has one stream, so the order is the
+// graph's dependencies).
+inline cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode) {
+  namespace e = stag::cuda_interpret::emu;
+  if (s == nullptr || s->capture != nullptr || e::state().capturing != nullptr)
+    return cudaErrorInvalidValue;  // the legacy stream cannot capture; nor can one twice
+  s->capture = new std::vector<std::function<void()>>();
+  s->invalid.clear();
+  e::state().capturing = s;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph) {
+  namespace e = stag::cuda_interpret::emu;
+  *graph = nullptr;
+  if (s == nullptr || s->capture == nullptr) return cudaErrorInvalidValue;
+  std::unique_ptr<std::vector<std::function<void()>>> ops(s->capture);
+  s->capture = nullptr;
+  e::state().capturing = nullptr;
+  if (!s->invalid.empty()) return cudaErrorStreamCaptureInvalidated;
+  *graph = new CUgraph_st{std::move(*ops)};
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
+                                        unsigned long long /*flags*/ = 0) {
+  if (graph == nullptr) return cudaErrorInvalidValue;
+  *exec = new CUgraphExec_st{graph->ops};
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
+  if (exec == nullptr) return cudaErrorInvalidValue;
+  return stag::cuda_interpret::emu::enqueue(s, [exec] {
+    for (const auto& op : exec->ops) op();
+  });
+}
+inline cudaError_t cudaGraphDestroy(cudaGraph_t g) {
+  delete g;
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) {
+  delete e;
   return cudaSuccess;
 }
 inline cudaError_t cudaSetDevice(int) {
@@ -791,10 +914,28 @@ inline cudaError_t cudaGetLastError() {
   return cudaSuccess;  // a failed launch throws KernelError where it fails
 }
 inline const char* cudaGetErrorName(cudaError_t e) {
-  return e == cudaSuccess ? "cudaSuccess" : "cudaErrorInvalidValue";
+  switch (e) {
+    case cudaSuccess:
+      return "cudaSuccess";
+    case cudaErrorStreamCaptureUnsupported:
+      return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated:
+      return "cudaErrorStreamCaptureInvalidated";
+    default:
+      return "cudaErrorInvalidValue";
+  }
 }
 inline const char* cudaGetErrorString(cudaError_t e) {
-  return e == cudaSuccess ? "no error" : "invalid value (interpret mode: allocation failed)";
+  switch (e) {
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorStreamCaptureUnsupported:
+      return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated:
+      return "operation failed due to a previous error during capture";
+    default:
+      return "invalid value (interpret mode: allocation failed, or a bad capture call)";
+  }
 }
 
 // CUB's radix sort of (key, value) pairs: stable, as CUB's is; the first call (no storage)
@@ -804,20 +945,21 @@ struct DeviceRadixSort {
   template <class K, class V>
   static cudaError_t SortPairs(void* temp, std::size_t& temp_bytes, const K* keys_in, K* keys_out,
                                const V* values_in, V* values_out, int n, int = 0,
-                               int = static_cast<int>(sizeof(K) * 8), cudaStream_t = nullptr) {
+                               int = static_cast<int>(sizeof(K) * 8), cudaStream_t s = nullptr) {
     if (temp == nullptr) {
       temp_bytes = 1;
       return cudaSuccess;
     }
-    std::vector<std::pair<K, V>> pairs(static_cast<std::size_t>(n));
-    for (int i = 0; i < n; ++i) pairs[static_cast<std::size_t>(i)] = {keys_in[i], values_in[i]};
-    std::stable_sort(pairs.begin(), pairs.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (int i = 0; i < n; ++i) {
-      keys_out[i] = pairs[static_cast<std::size_t>(i)].first;
-      values_out[i] = pairs[static_cast<std::size_t>(i)].second;
-    }
-    return cudaSuccess;
+    return stag::cuda_interpret::emu::enqueue(s, [=] {
+      std::vector<std::pair<K, V>> pairs(static_cast<std::size_t>(n));
+      for (int i = 0; i < n; ++i) pairs[static_cast<std::size_t>(i)] = {keys_in[i], values_in[i]};
+      std::stable_sort(pairs.begin(), pairs.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (int i = 0; i < n; ++i) {
+        keys_out[i] = pairs[static_cast<std::size_t>(i)].first;
+        values_out[i] = pairs[static_cast<std::size_t>(i)].second;
+      }
+    });
   }
 };
 }  // namespace cub

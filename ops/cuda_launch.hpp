@@ -38,10 +38,14 @@ struct Tensor {
 // smallest winning, so that the host can name the node and the position after the step as the
 // CPU does (runtime/cuda/backend.cpp). The optimizer kernels skip their update when the word is
 // set: a step with a bad input changes no parameter.
+// `rng` is the plan's device copy of the step's {seed, step} (RunState), written before each
+// step: kernels that draw random numbers read it on the device, never take it by value, so that
+// a step captured as a CUDA Graph and replayed draws each step's own masks.
 struct Launch {
   void* stream = nullptr;
   unsigned long long* bad = nullptr;  // ~0: nothing bad seen
   unsigned long long tag = 0;         // this node's number in the plan
+  const std::uint64_t* rng = nullptr;
 };
 inline constexpr int kBadPositionBits = 40;
 
@@ -69,8 +73,9 @@ void fill(const Launch&, double value, const Tensor& out);        // constant
 void iota(const Launch&, std::int64_t start, const Tensor& out);  // positions
 void causal_mask(const Launch&, const Tensor& out);               // [Sq, Sk] bool
 void padding_mask(const Launch&, const Tensor& lengths, const Tensor& out);
-void dropout(const Launch&, double p, std::uint64_t seed, std::uint64_t step, std::uint64_t salt,
-             std::uint64_t index_offset, const Tensor& x, const Tensor& out);
+// The mask of the step's seed and step (Launch::rng).
+void dropout(const Launch&, double p, std::uint64_t salt, std::uint64_t index_offset,
+             const Tensor& x, const Tensor& out);
 
 // ---- rows (ops/softmax, layer_norm, rms_norm, cross_entropy, embedding, reduce) -------------
 void softmax(const Launch&, bool log, int axis, const Tensor& x, const Tensor* mask,
@@ -128,7 +133,8 @@ struct AttentionArgs {
   int mask_kind = 0, score_kind = 0;  // AttnMask, AttnScore
   std::int64_t window = 0;
   double scale = 1, softcap = 0, drop = 0;  // drop: 0 unless training
-  std::uint64_t seed = 0, step = 0, salt = 0, index_offset = 0;
+  std::uint64_t salt = 0, index_offset = 0;
+  const std::uint64_t* rng = nullptr;  // Launch::rng: {seed, step} on the device
   const bool* keep = nullptr;
   std::int64_t keep_st[4] = {};
   const std::int32_t* pos = nullptr;

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,10 +26,25 @@ enum class Device : std::uint8_t {
 std::string_view device_name(Device d);
 
 // What one plan holds on a device besides its arena: the bad-input word and the kernels that
-// can report into it (the plan asks them for the message).
+// can report into it (the plan asks them for the message), the step's random-number word, and
+// the step's captured CUDA Graphs.
 class DevicePlanState {
  public:
   virtual ~DevicePlanState() = default;
+  // CUDA Graphs (PlanOptions::cuda_graphs): how many steps were captured and how many replayed
+  // a capture; why the plan runs its kernels one by one instead ("" while it captures).
+  int captured = 0;
+  std::int64_t replayed = 0;
+  std::string eager_because;
+};
+
+// What a captured step depends on besides its pointers (which a plan fixes): the host-side
+// choices its kernels make. A step with another key is captured again (dropout's seed and step
+// are read on the device, so they need no key).
+struct StepKey {
+  bool training = false;
+  std::int64_t row_offset = 0, rows = 0;
+  bool operator==(const StepKey&) const = default;
 };
 
 class DeviceBackend {
@@ -52,13 +68,27 @@ class DeviceBackend {
 
   // Per plan: the state its kernels share (made before the first kernel). tf32: matmuls may
   // round their f32 operands to TF32 (faster, about 3 decimal digits).
-  virtual std::unique_ptr<DevicePlanState> plan_state(const GraphView& g, int nodes, bool tf32) = 0;
+  // graphs: capture the step as a CUDA Graph once and replay it (PlanOptions::cuda_graphs).
+  virtual std::unique_ptr<DevicePlanState> plan_state(const GraphView& g, int nodes, bool tf32,
+                                                      bool graphs) = 0;
   // The kernel of one node (views point into device memory), or a stag::Error that names the
   // op and the node when this backend cannot run it (an unsupported op, dtype or layout).
   virtual std::unique_ptr<CpuKernel> make_kernel(const CpuNode& n, DevicePlanState& s) = 0;
   // After a step's kernels are enqueued: waits for them and throws the Error of the first bad
   // input a kernel reported (the same message as the CPU's), then clears the report.
   virtual void finish_step(DevicePlanState& s) = 0;
+  // Before a step's kernels are enqueued: the device copy of what they read of the RunState
+  // (dropout's seed and step).
+  virtual void begin_step(DevicePlanState& s, const RunState& state) = 0;
+  // Enqueues a step: `enqueue` launches every kernel in order. A backend with graphs captures
+  // the launches once per key and replays them; without, or where capture fails (the reason
+  // goes to s.eager_because), it calls `enqueue`.
+  virtual void run_step(DevicePlanState& s, const StepKey& key,
+                        const std::function<void()>& enqueue) {
+    (void)s;
+    (void)key;
+    enqueue();
+  }
 };
 
 // The backend of a device (one per process and device, shared by every session). Device::cuda

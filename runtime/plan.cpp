@@ -556,7 +556,8 @@ std::unique_ptr<Plan> build_plan(const GraphView& g, const Bindings& b, const Na
       static_cast<std::size_t>((std::max<std::int64_t>(plan->memory.peak, 64) + 63) / 64 * 64);
   if (opts.device != nullptr) {
     plan->device_ = opts.device;
-    plan->device_state_ = opts.device->plan_state(g, N, opts.tf32);
+    plan->state_ = &state;
+    plan->device_state_ = opts.device->plan_state(g, N, opts.tf32, opts.cuda_graphs);
   }
   if (!opts.arena) throw Error("stag: internal error: build_plan without PlanOptions::arena");
   plan->arena_ = opts.arena(arena_size);

@@ -72,6 +72,9 @@ struct PlanOptions {
   // the same; the schedule is the device's stream order, and matmul folding is off.
   DeviceBackend* device = nullptr;
   bool tf32 = false;  // device matmuls may use TF32 (off: bit-comparable f32)
+  // Device steps captured once as a CUDA Graph and replayed (SessionOptions::cuda_graphs); a
+  // profiled or traced step launches its kernels one by one.
+  bool cuda_graphs = true;
   // Set by graph rewrites (runtime/remat.hpp). The execution order when it is not index order
   // (every node once, inputs before readers); which nodes may fold into a matmul, and which
   // permutes must be copies (empty: decided here), so that a rewritten graph folds and copies
@@ -168,6 +171,8 @@ class Plan {
   }  // device memory when the plan has a device;
      // the session's, shared by its plans
   DeviceBackend* device() const { return device_; }
+  // The plan's device state (null on the CPU): its CUDA Graph captures and replays.
+  const DevicePlanState* device_state() const { return device_state_.get(); }
 
  private:
   friend std::unique_ptr<Plan> build_plan(const GraphView&, const Bindings&, const NamedArrays&,
@@ -175,6 +180,7 @@ class Plan {
   // The TBB flow graph of Schedule::parallel (runtime/cpu/execute.cpp).
   void build_flow(int threads);
   std::byte* arena_ = nullptr;
+  const RunState* state_ = nullptr;  // the session's, which the kernels read
   DeviceBackend* device_ = nullptr;  // owned by the session, which outlives its plans
   std::unique_ptr<DevicePlanState> device_state_;
   struct Flow;

@@ -80,6 +80,7 @@ Session::Session(const GraphView& g, SessionOptions opts) : g_(g), opts_(std::mo
     device_ = device_backend(opts_.device);  // a stag::Error when the device cannot run here
     plan_opts_.device = device_.get();
     plan_opts_.tf32 = opts_.tf32;
+    plan_opts_.cuda_graphs = opts_.cuda_graphs;
   }
   const int hw = static_cast<int>(std::thread::hardware_concurrency());
   ctx_.threads = opts_.threads > 0 ? opts_.threads : (hw > 0 ? hw : 1);

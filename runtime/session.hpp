@@ -21,7 +21,12 @@ struct SessionOptions {
   // cannot run is refused when it is planned, with the node's name.
   Device device = Device::cpu;
   bool tf32 = false;  // Device::cuda: f32 matmuls may use TF32 tensor cores
-  int threads = 0;    // 0: every core the process may use
+  // Device::cuda: each plan's step is captured once as a CUDA Graph and replayed (one launch per
+  // step instead of one per kernel; a step with another `training` or data-parallel row range
+  // is captured once more). Off, or where a capture fails (plan().device_state() says why),
+  // the kernels are launched one by one. Profiled and traced steps launch them one by one.
+  bool cuda_graphs = true;
+  int threads = 0;  // 0: every core the process may use
   Schedule schedule = Schedule::sequential;
   bool poison_freed = false;  // debug: NaN-fill buffers after their last use
   bool in_place = true;       // let elementwise nodes overwrite inputs that die with them

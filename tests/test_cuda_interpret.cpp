@@ -9,7 +9,9 @@
 // cuda_interpret.gpu).
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include <stag/ops/cuda_common.cuh>
@@ -145,6 +147,10 @@ __global__ void half_warp_shuffle(int* out, unsigned mask, int src) {
   int v = lane * 10;
   if (lane < 16) v = __shfl_sync(mask, v, src);
   out[lane] = v;
+}
+
+__global__ void add_one(int* p, int n) {
+  for (int i = static_cast<int>(threadIdx.x); i < n; i += static_cast<int>(blockDim.x)) p[i] += 1;
 }
 
 __global__ void segment_shuffles(int* xor16, int* idx3, int* up2) {
@@ -350,6 +356,52 @@ TEST_CASE("interpret mode: shuffles honour their mask and width", "[cuda_interpr
     CHECK(idx3[static_cast<std::size_t>(l)] == ((l & ~7) + 3) * 10);
     CHECK(up2[static_cast<std::size_t>(l)] == (l % 8 < 2 ? l : l - 2));
   }
+}
+
+TEST_CASE("interpret mode: a capturing stream records its work, and a graph replays it",
+          "[cuda_interpret]") {
+  cudaStream_t s = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+  std::vector<int> v(64, 0), w(64, -1);
+  const std::size_t bytes = v.size() * sizeof(int);
+  REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+  STAG_LAUNCH(add_one, 1, 32, 0, s)(v.data(), 64);
+  REQUIRE(cudaMemcpyAsync(w.data(), v.data(), bytes, cudaMemcpyDeviceToDevice, s) == cudaSuccess);
+  CHECK(v[5] == 0);  // nothing runs while the stream captures
+  CHECK(w[5] == -1);
+  cudaGraph_t graph = nullptr;
+  REQUIRE(cudaStreamEndCapture(s, &graph) == cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+  cudaGraphDestroy(graph);
+  for (int replay = 1; replay <= 3; ++replay) {  // each replay reads the memory as it is then
+    REQUIRE(cudaGraphLaunch(exec, s) == cudaSuccess);
+    CHECK(v[63] == replay);
+    CHECK(w[63] == replay);
+  }
+  cudaGraphExecDestroy(exec);
+
+  // What a capture cannot hold makes it invalid, as on a GPU: nothing of it survives.
+  void* p = nullptr;
+  const std::vector<std::pair<const char*, std::function<cudaError_t()>>> illegal = {
+      {"a synchronisation", [&] { return cudaStreamSynchronize(s); }},
+      {"a host-to-device copy",
+       [&] { return cudaMemcpyAsync(v.data(), w.data(), bytes, cudaMemcpyHostToDevice, s); }},
+      {"an allocation", [&] { return cudaMalloc(&p, 256); }},
+  };
+  for (const auto& [what, call] : illegal) {
+    INFO(what);
+    REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+    STAG_LAUNCH(add_one, 1, 32, 0, s)(v.data(), 64);
+    CHECK(call() == cudaErrorStreamCaptureUnsupported);
+    CHECK(cudaMemsetAsync(v.data(), 0, bytes, s) == cudaErrorStreamCaptureInvalidated);
+    CHECK(cudaStreamEndCapture(s, &graph) == cudaErrorStreamCaptureInvalidated);
+    CHECK(graph == nullptr);
+    CHECK(v[63] == 3);  // the launch before it never ran
+  }
+  CHECK(p == nullptr);
+  CHECK(cudaStreamSynchronize(s) == cudaSuccess);  // not capturing: fine again
+  cudaStreamDestroy(s);
 }
 
 }  // namespace

@@ -17,8 +17,8 @@
 #
 # Steps, in this order (the most telling first, the slowest last), each under a timeout taken
 # from what is left of SECONDS: probe (which GPU, or why none; the CUDA libraries found);
-# [gpu] cases; stag-bench (cls, gpt; f32 and TF32); PyTorch eager (peak, cls, gpt); every [op]
-# case on CUDA; torch.compile (cls, gpt). A step that found no GPU is reported as skipped,
+# [gpu] cases; stag-bench (cls, gpt; f32, TF32, and f32 without CUDA Graphs); PyTorch eager
+# (peak, cls, gpt); every [op] case on CUDA; torch.compile (cls, gpt). A step that found no GPU is reported as skipped,
 # never as passed; one that ran out of time as TIMED OUT; one the budget left no time for as
 # skipped. It exits non-zero when a step failed or timed out.
 set -uo pipefail
@@ -165,6 +165,9 @@ run() {
       [ "$interpret" = 1 ] && continue
       step "bench_${c}_tf32" 60 "$bin/stag-bench" --device cuda --tf32 --config "$c" \
         --steps "$steps" --label tf32
+      # The launch time CUDA Graphs remove: the same steps with every kernel launched.
+      step "bench_${c}_eager" 60 "$bin/stag-bench" --device cuda --no-cuda-graphs --config "$c" \
+        --steps "$steps" --label eager
     done
   fi
   local torch_ok=0

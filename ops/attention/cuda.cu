@@ -79,7 +79,7 @@ __device__ inline double drop_factor(const AttentionArgs& a, const Row& w, std::
   if (!(a.drop > 0)) return 1.0;
   const auto idx =
       a.index_offset + static_cast<std::uint64_t>(((w.b * a.Hq + w.h) * a.Sq + w.i) * a.Sk + j);
-  return random::uniform(a.seed, a.step, a.salt, idx) >= a.drop ? 1.0 / (1.0 - a.drop) : 0.0;
+  return random::uniform(a.rng[0], a.rng[1], a.salt, idx) >= a.drop ? 1.0 / (1.0 - a.drop) : 0.0;
 }
 
 // The softmax's max and sum over the row's kept keys (every lane gets both; max = -inf for a

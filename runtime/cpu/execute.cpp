@@ -77,18 +77,26 @@ void Plan::execute(const PlanOptions& opts) {
     traced_at = std::chrono::steady_clock::now();
   }
   if (device_ != nullptr) {  // the kernels enqueue on the device's stream, in order
+    device_->begin_step(*device_state_, *state_);
     if (opts.profile) {
       node_seconds.resize(nodes.size(), 0.0);
       ++profiled_steps;
     }
-    for (int n : order) {
-      const auto t0 = std::chrono::steady_clock::now();
-      run_node(n, 0);
-      if (opts.profile) {  // NOTE: waits after each node, so the times are per kernel
-        device_->synchronize();
-        node_seconds[idx(n)] +=
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (opts.profile || tracing_) {  // one by one: the times are per kernel
+      for (int n : order) {
+        const auto t0 = std::chrono::steady_clock::now();
+        run_node(n, 0);
+        if (opts.profile) {  // NOTE: waits after each node
+          device_->synchronize();
+          node_seconds[idx(n)] +=
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        }
       }
+    } else {
+      const StepKey key{state_->training, state_->row_offset, state_->rows};
+      device_->run_step(*device_state_, key, [&] {
+        for (int n : order) nodes[idx(n)].kernel->run();
+      });
     }
     device_->finish_step(*device_state_);
     return;

@@ -97,17 +97,82 @@ std::uint8_t Backend::strided(OpId op) const {
 }
 
 PlanState::~PlanState() {
+  for (auto& [key, exec] : execs) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec));
   if (backend && bad) backend->free(bad);
+  if (backend && rng) backend->free(rng);
 }
 
-std::unique_ptr<DevicePlanState> Backend::plan_state(const GraphView&, int nodes, bool tf32) {
+std::unique_ptr<DevicePlanState> Backend::plan_state(const GraphView&, int nodes, bool tf32,
+                                                     bool graphs) {
   auto s = std::make_unique<PlanState>();
   s->backend = this;
   s->tf32 = tf32;
+  s->graphs = graphs;
+  if (!graphs) s->eager_because = "CUDA Graphs are off (SessionOptions::cuda_graphs)";
   s->reporters.assign(static_cast<std::size_t>(nodes), nullptr);
   s->bad = static_cast<unsigned long long*>(alloc(sizeof(unsigned long long)));
   check(cudaMemsetAsync(s->bad, 0xff, sizeof(unsigned long long), stream_), "cudaMemsetAsync");
+  s->rng = static_cast<std::uint64_t*>(alloc(2 * sizeof(std::uint64_t)));
   return s;
+}
+
+void Backend::begin_step(DevicePlanState& ds, const RunState& state) {
+  auto& s = static_cast<PlanState&>(ds);
+  if (s.rng_written && s.rng_host[0] == state.seed && s.rng_host[1] == state.step) return;
+  // NOTE: a pageable source is staged before cudaMemcpyAsync returns, so the next step may
+  // change rng_host while this copy is still queued.
+  s.rng_host[0] = state.seed;
+  s.rng_host[1] = state.step;
+  s.rng_written = true;
+  to_device(s.rng, s.rng_host, sizeof s.rng_host);
+}
+
+// The step's launches captured once per key (stream capture: nothing runs while it records),
+// instantiated and replayed: one launch per step instead of one per kernel. A capture that
+// fails (a kernel's host side did something a capture cannot hold) turns the plan's graphs
+// off, with the reason, and the step runs its kernels one by one.
+void Backend::run_step(DevicePlanState& ds, const StepKey& key,
+                       const std::function<void()>& enqueue) {
+  auto& s = static_cast<PlanState&>(ds);
+  if (!s.graphs) {
+    enqueue();
+    return;
+  }
+  for (const auto& [k, exec] : s.execs)
+    if (k == key) {
+      check(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), stream_), "cudaGraphLaunch");
+      ++s.replayed;
+      return;
+    }
+  check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
+        "cudaStreamBeginCapture");
+  std::string failed;
+  try {
+    enqueue();
+  } catch (const std::exception& e) {
+    failed = e.what();
+  }
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+  if (failed.empty() && ended != cudaSuccess)
+    failed = std::string("cudaStreamEndCapture: ") + cudaGetErrorName(ended);
+  cudaGraphExec_t exec = nullptr;
+  if (failed.empty()) {
+    const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+    if (made != cudaSuccess)
+      failed = std::string("cudaGraphInstantiate: ") + cudaGetErrorName(made);
+  }
+  if (graph != nullptr) cudaGraphDestroy(graph);
+  if (!failed.empty()) {
+    cudaGetLastError();  // the capture's error is not the next launch's
+    s.graphs = false;
+    s.eager_because = "the step could not be captured as a CUDA Graph: " + failed;
+    enqueue();  // as without graphs: a real error in a kernel is thrown here
+    return;
+  }
+  s.execs.emplace_back(key, exec);
+  ++s.captured;
+  check(cudaGraphLaunch(exec, stream_), "cudaGraphLaunch");
 }
 
 std::unique_ptr<CpuKernel> Backend::make_kernel(const CpuNode& n, DevicePlanState& s) {

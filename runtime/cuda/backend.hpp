@@ -43,9 +43,13 @@ class Backend final : public DeviceBackend {
   void to_host(void* dst, const void* src, std::size_t bytes) override;
   void synchronize() override;
   std::uint8_t strided(OpId op) const override;
-  std::unique_ptr<DevicePlanState> plan_state(const GraphView& g, int nodes, bool tf32) override;
+  std::unique_ptr<DevicePlanState> plan_state(const GraphView& g, int nodes, bool tf32,
+                                              bool graphs) override;
   std::unique_ptr<CpuKernel> make_kernel(const CpuNode& n, DevicePlanState& s) override;
   void finish_step(DevicePlanState& s) override;
+  void begin_step(DevicePlanState& s, const RunState& state) override;
+  void run_step(DevicePlanState& s, const StepKey& key,
+                const std::function<void()>& enqueue) override;
 
   cudaStream_t stream() const {
     return stream_;

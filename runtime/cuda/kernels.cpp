@@ -75,6 +75,7 @@ void NodeKernel::run() {
   l.stream = s_.backend->stream();
   l.bad = s_.bad;
   l.tag = static_cast<unsigned long long>(node_);
+  l.rng = s_.rng;
   fn_(l);
   check(cudaGetLastError(), ("launching " + what_ + " for " + g_.name(node_)).c_str());
 }
@@ -299,7 +300,7 @@ std::unique_ptr<CpuKernel> make_dropout(const CpuNode& n, PlanState& s) {
       if (x.data != out.data) convert(l, x, out);
       return;
     }
-    dropout(l, p, st->seed, st->step, salt, global_index_offset(*st, count), x, out);
+    dropout(l, p, salt, global_index_offset(*st, count), x, out);
   });
 }
 
@@ -437,8 +438,7 @@ std::unique_ptr<CpuKernel> make_attention(const CpuNode& n, PlanState& s) {
     AttentionArgs run = a;
     if (st->training && drop > 0) {
       run.drop = drop;
-      run.seed = st->seed;
-      run.step = st->step;
+      run.rng = l.rng;
       run.index_offset = global_index_offset(*st, weights);
     }
     if (op == OpId::attention)

@@ -18,7 +18,13 @@ class Backend;
 struct PlanState final : DevicePlanState {
   Backend* backend = nullptr;
   unsigned long long* bad = nullptr;  // device word (Launch::bad), ~0 when clean
+  std::uint64_t* rng = nullptr;       // device {seed, step} (Launch::rng)
+  std::uint64_t rng_host[2] = {};     // what it holds (written before a step that changes it)
+  bool rng_written = false;
   bool tf32 = false;
+  bool graphs = true;  // PlanOptions::cuda_graphs, until a capture fails
+  // The step's captures (cudaGraphExec_t), by key.
+  std::vector<std::pair<StepKey, void*>> execs;
   // By node: the kernel that may report a bad input (to reproduce the CPU's message).
   std::vector<class NodeKernel*> reporters;
   ~PlanState() override;

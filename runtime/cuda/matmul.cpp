@@ -118,7 +118,15 @@ class Matmul {
             (g_.batch > 1 ? " batch " + std::to_string(g_.batch) : "") +
             (g_.outer_a.size() > 1 ? " x" + std::to_string(g_.outer_a.size()) + " launches" : "");
   }
-  void run(const Launch&) const {
+  // In stream order, as a host function (a host node where the step is a captured graph).
+  void run(const Launch& l) const {
+    check(cudaLaunchHostFunc(
+              static_cast<cudaStream_t>(l.stream),
+              [](void* self) { static_cast<const Matmul*>(self)->compute(); },
+              const_cast<Matmul*>(this)),
+          "the host GEMM");
+  }
+  void compute() const {
     const std::int64_t m = g_.m, n = g_.n, k = g_.k;
     for (std::size_t o = 0; o < g_.outer_a.size(); ++o)
       for (std::int64_t bi = 0; bi < g_.batch; ++bi) {

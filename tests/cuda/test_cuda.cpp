@@ -23,8 +23,9 @@ constexpr auto dense(Scope s, Tensor<S> x) {
 }
 
 // A small encoder classifier: embedding, masked softmax attention (the op chain, or with Fuse
-// the fused attention op with a dense keep mask), layer norm, GELU MLP, mean pool, cross-entropy.
-template <bool Fuse>
+// the fused attention op with a dense keep mask), layer norm, GELU MLP, mean pool, cross-entropy;
+// with DropPct, dropout on the attention weights and after the MLP.
+template <bool Fuse, int DropPct = 0>
 constexpr auto encoder = model([](Builder& g) {
   g.fuse_attention = Fuse;
   auto ids = input<"ids", Shape<batch, seq>, i32>(g);
@@ -35,10 +36,12 @@ constexpr auto encoder = model([](Builder& g) {
   auto q = heads(dense<D>(g / "q", x)), k = heads(dense<D>(g / "k", x)),
        v = heads(dense<D>(g / "v", x));
   auto p = softmax<-1>(matmul_nt(q, k) * 0.35, unsqueeze<1>(unsqueeze<1>(keep)));
+  if constexpr (DropPct > 0) p = dropout(p, DropPct / 100.0);
   auto h = layer_norm(x + dense<D>(g / "o", view<batch, seq, D>(transpose<1, 2>(matmul(p, v)))),
                       param<Shape<D>>(g / "ln", "weight", kOnes),
                       param<Shape<D>>(g / "ln", "bias", kZeros));
   h = h + dense<D>(g / "ff2", gelu(dense<2 * D>(g / "ff1", h)));
+  if constexpr (DropPct > 0) h = dropout(h, DropPct / 100.0);
   auto logits = dense<3>(g / "head", mean<1>(h));
   return cross_entropy(logits, labels);
 });
@@ -228,6 +231,78 @@ TEST_CASE("the same seed gives bitwise-equal losses and parameters on the GPU", 
   CHECK(l1 == l2);
   CHECK(std::memcmp(w1.raw(), w2.raw(), w1.bytes()) == 0);
   CHECK(l1.back() < l1.front());  // and it learns the batch
+}
+
+// CUDA Graphs: the step is captured once per key (training or not) and replayed. The replays
+// must draw each step's dropout masks (seed and step are read on the device), so the losses
+// and parameters are bitwise those of launching the kernels one by one, and the CPU's.
+TEST_CASE("a step captured as a CUDA Graph and replayed gives each step's dropout masks", "[gpu]") {
+  static constexpr auto drop =
+      train_step<encoder<true, 20>, AdamW{.weight_decay = 0.01, .clip_norm = 1.0}>();
+  // The attention's dropout is fused into it; h's dropout and its gradient are dropout nodes.
+  static_assert(drop.count(op::attention) == 1 && drop.count(op::dropout) == 2);
+  struct Run {
+    std::vector<double> losses;
+    Array weight;
+    int captured = 0;
+    std::int64_t replayed = 0;
+    std::string eager_because;
+  };
+  auto run = [](Device d, bool graphs) {
+    Session s(drop, {.device = d, .cuda_graphs = graphs, .threads = 2, .seed = 3});
+    Run r;
+    for (int step = 1; step <= 5; ++step) {
+      NamedArrays in = batch_inputs(4, 9, 1);
+      in["step"] = Array::from<float>({}, {static_cast<float>(step)});
+      s.set_inputs(in);
+      // Step 4 evaluates (no dropout, no update: another key, captured once more).
+      const bool training = step != 4;
+      s.run({.training = training, .step = static_cast<std::uint64_t>(step)});
+      r.losses.push_back(s.result());
+    }
+    r.weight = s.params().at("ff1.weight").clone();
+    if (const DevicePlanState* st = s.plan().device_state()) {
+      r.captured = st->captured;
+      r.replayed = st->replayed;
+      r.eager_because = st->eager_because;
+    }
+    return r;
+  };
+  const Run graphed = run(gpu_device(), true), eager = run(gpu_device(), false),
+            cpu = run(Device::cpu, true);
+  CHECK(graphed.captured == 2);  // a training step and an evaluation step
+  CHECK(graphed.replayed == 3);  // steps 2, 3 and 5
+  CHECK(graphed.eager_because.empty());
+  CHECK(eager.captured == 0);
+  CHECK(eager.eager_because == "CUDA Graphs are off (SessionOptions::cuda_graphs)");
+  CHECK(graphed.losses == eager.losses);
+  CHECK(std::memcmp(graphed.weight.raw(), eager.weight.raw(), eager.weight.bytes()) == 0);
+  for (std::size_t i = 0; i < cpu.losses.size(); ++i) {
+    INFO("step " << i + 1);
+    CHECK(std::abs(graphed.losses[i] - cpu.losses[i]) <= 1e-5 * std::max(1.0, cpu.losses[i]));
+  }
+  th::require_close(graphed.weight, cpu.weight, 1e-5);
+}
+
+// A step whose launches a capture cannot hold (here a synchronisation) runs its kernels one by
+// one, and says why.
+TEST_CASE("a step that cannot be captured as a CUDA Graph runs eagerly and says why", "[gpu]") {
+  const std::shared_ptr<DeviceBackend> dev = device_backend(gpu_device());
+  const auto state = dev->plan_state(train, train.size(), false, true);
+  int ran = 0;
+  auto step = [&] {
+    ++ran;
+    dev->synchronize();
+  };
+  dev->run_step(*state, {}, step);
+  CHECK(ran == 2);  // the capture's try, then eagerly
+  CHECK(state->captured == 0);
+  CHECK_THAT(state->eager_because,
+             Catch::StartsWith("the step could not be captured as a CUDA Graph: ") &&
+                 Catch::Contains("cudaErrorStreamCaptureUnsupported"));
+  dev->run_step(*state, {}, step);
+  CHECK(ran == 3);     // no second try
+  dev->synchronize();  // and the stream works
 }
 
 TEST_CASE("a bad token id on the GPU gives the CPU's error and changes no parameter", "[gpu]") {
