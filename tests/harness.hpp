@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -14,6 +15,15 @@
 #include <stag/stag.hpp>
 
 namespace th {
+
+// The device of the [gpu] cases: the GPU (ctest label cuda), or the same CUDA backend in
+// interpret mode, its kernels run on the CPU (STAG_TEST_DEVICE=cuda_interpret, label
+// cuda_interpret, in every test run).
+inline stag::Device gpu_device() {
+  const char* d = std::getenv("STAG_TEST_DEVICE");
+  return d != nullptr && std::string(d) == "cuda_interpret" ? stag::Device::cuda_interpret
+                                                            : stag::Device::cuda;
+}
 
 using stag::Array;
 using stag::DType;

@@ -58,6 +58,9 @@ TrainerOptions trainer_options(const RunContext& ctx, std::int64_t total_steps, 
   const RunOptions& o = ctx.opt;
   TrainerOptions t;
   t.session.threads = o.threads;
+  t.session.device = o.device == "cuda"             ? Device::cuda
+                     : o.device == "cuda_interpret" ? Device::cuda_interpret
+                                                    : Device::cpu;
   t.session.seed = o.seed;
   t.session.memory_budget = static_cast<std::int64_t>(o.memory_budget_mib * 1048576.0);
   t.lr = make_lr_schedule(o, total_steps, d_model);

@@ -35,6 +35,7 @@ RunOptions defaults_for(Task task) {
   o.accumulation = 1;
   o.lr_schedule = "cosine";
   o.precision = "f32";
+  o.device = "cpu";
   o.memory_budget_mib = 0;
   o.min_lr = 0;
   o.beta1 = 0.9;
@@ -153,6 +154,10 @@ const char* help_for(const std::string& field) {
       {"clip_norm", "Clip gradients to this global norm (<= 0: off)"},
       {"seed", "Seed of initialisation, dropout, splits' shuffles and batch order"},
       {"threads", "CPU threads (0: all cores)"},
+      {"device",
+       "Where the training and evaluation steps run: cpu, cuda (the GPU backend: parameters and "
+       "optimizer state stay on the GPU; checkpoints are the CPU's), or cuda_interpret (the same "
+       "CUDA kernels run on the CPU, slowly: for checking without a GPU)"},
       {"precision",
        "f32, or bf16: every matmul reads bf16 operands and accumulates in f32 (stag::autocast; "
        "norms, softmax, losses, the optimizer and the checkpoint stay f32); compiled for the "
@@ -274,6 +279,10 @@ void validate(const RunOptions& o, Task task) {
   one_of("lr-schedule", o.lr_schedule, {"constant", "linear", "cosine", "inverse_sqrt"});
   one_of("progress", o.progress, {"auto", "terminal", "plain", "off"});
   one_of("precision", o.precision, {"f32", "bf16"});
+  one_of("device", o.device, {"cpu", "cuda", "cuda_interpret"});
+  if (o.device != "cpu" && o.precision != "f32")
+    fail("precision", "--device " + o.device +
+                          " trains in f32 (the GPU backend has no bf16 elementwise kernels yet)");
   if (o.max_len < 2) fail("max-len", "must be at least 2");
   if (o.batch_size < 1) fail("batch-size", "must be positive");
   if (o.accumulation < 1) fail("accumulation", "must be positive");

@@ -42,6 +42,7 @@ struct ModelOptions {
       (double, beta1), (double, beta2), (double, eps), (double, weight_decay),
       (double, clip_norm),  // <= 0: no clipping
       (std::uint64_t, seed), (int, threads),
+      (std::string, device),        // cpu, cuda, cuda_interpret: where the training steps run
       (std::string, precision),     // f32, or bf16: the matmuls under stag::autocast
       (double, memory_budget_mib),  // the training step's arena limit (0: none)
       (bool, bucket),               // batch texts of similar length together

@@ -63,6 +63,20 @@ stag_add_checked_test(NAME stag_train.lm_memory_budget_too_small EXIT error
   MATCH "memory budget of 1.0 MiB \\(1048576 bytes\\) cannot be met: the smallest arena found recomputes [0-9]+ values and needs"
   COMMAND ${train} lm ${quick} --limit 300 --max-steps 4 --batch-size 4 --max-len 32
     --memory-budget-mib 1 --out ${smoke}/lm_budget_small)
+# --device cuda_interpret: the training and evaluation steps through the CUDA backend, its kernels
+# run on the CPU (slowly: 4 tiny steps take about 30 s); the checkpoint then goes on on the CPU.
+set(device_run ${quick} --limit 100 --batch-size 2 --max-len 8 --eval-limit 2 --test-limit 4
+  --out ${smoke}/lm_device)
+stag_add_checked_test(NAME stag_train.lm_cuda_interpret LABELS cuda_interpret
+  MATCH "val_bpc: .*steps: 4\n" VALUES ${learnt}
+  COMMAND ${train} lm ${device_run} --max-steps 4 --device cuda_interpret)
+stag_add_checked_test(NAME stag_train.lm_device_checkpoint_on_cpu
+  LABELS cuda_interpret DEPENDS stag_train.lm_cuda_interpret
+  MATCH "\nstep 5/6 .*steps: 6\n" NO_MATCH "\nstep [1-4]/"
+  COMMAND ${train} lm ${device_run} --max-steps 6 --resume ${smoke}/lm_device/model.safetensors)
+stag_add_checked_test(NAME stag_train.bad_device EXIT error
+  MATCH "--device: 'tpu' is not one of cpu, cuda, cuda_interpret"
+  COMMAND ${train} lm --device tpu)
 # G2P: 60 steps on 2,000 words (about 3 s) already beat an empty output's error rate of 1.
 stag_add_checked_test(NAME stag_train.g2p MATCH "test_per: .*test_wer: " VALUES "test_per < 0.95" ${learnt}
   COMMAND ${train} g2p ${quick} --limit 2000 --max-steps 60 --warmup 10 --batch-size 32

@@ -105,6 +105,57 @@ TEST_CASE("the same seed gives the same losses bit for bit; another seed does no
   CHECK(a != c);
 }
 
+// The Trainer on a device session ([gpu]: the GPU under label cuda, the CUDA backend's kernels
+// on the CPU under cuda_interpret): 20 steps with dropout give the CPU's losses, and a
+// checkpoint written by either goes on training in the other.
+TEST_CASE("the Trainer on a device gives the CPU's losses, and checkpoints cross over", "[gpu]") {
+  const th::TempDir dir("trainer_device");
+  const data::EncodedTexts d = make_rows(40, 7);
+  const DataSource src = source_of(d, 8, 5);  // 5 batches an epoch
+  // Steps from..to (1-based) on `device`, resuming from `resume` if given, saving to `save`.
+  auto run = [&](Device device, int from, int to, const std::string& resume,
+                 const std::string& save) {
+    TrainerOptions o = options(5);
+    o.session.device = device;
+    Trainer t(training_graphs<drop_net, kOpt>(), o);
+    if (!resume.empty()) t.resume(resume);
+    std::vector<double> losses;
+    for (int step = from; step <= to; ++step) {
+      const std::int64_t e = (step - 1) / 5;
+      losses.push_back(t.step(src.batch(e, static_cast<std::size_t>((step - 1) % 5))).loss);
+      if (step % 5 == 0) t.end_epoch();
+    }
+    if (!save.empty()) t.save(save);
+    return losses;
+  };
+  const Device gpu = th::gpu_device();
+  const std::string from_gpu = dir / "gpu10.safetensors", from_cpu = dir / "cpu10.safetensors";
+  const std::vector<double> cpu = run(Device::cpu, 1, 20, "", "");
+  const std::vector<double> on_gpu = run(gpu, 1, 10, "", from_gpu);
+  const std::vector<double> cpu_first = run(Device::cpu, 1, 10, "", from_cpu);
+  const std::vector<double> cpu_after_gpu = run(Device::cpu, 11, 20, from_gpu, "");
+  const std::vector<double> gpu_after_cpu = run(gpu, 11, 20, from_cpu, "");
+  // NOTE: f32 sums in another order (the device's kernels accumulate rows in double, oneDNN in
+  // f32 blocks) differ by a few ulps per step; 20 AdamW steps carry that to about 1e-6.
+  const double tol = 1e-5;
+  for (std::size_t i = 0; i < 10; ++i) {
+    INFO("step " << i + 1 << " and " << i + 11);
+    CHECK(std::abs(on_gpu[i] - cpu[i]) <= tol * std::max(1.0, cpu[i]));
+    CHECK(std::abs(cpu_after_gpu[i] - cpu[i + 10]) <= tol * std::max(1.0, cpu[i + 10]));
+    CHECK(std::abs(gpu_after_cpu[i] - cpu[i + 10]) <= tol * std::max(1.0, cpu[i + 10]));
+  }
+  CHECK(cpu_first == std::vector<double>(cpu.begin(), cpu.begin() + 10));
+  std::printf(
+      "trainer on %s: largest loss difference from the CPU over 20 steps: %.3g\n",
+      std::string(device_name(gpu)).c_str(), [&] {
+        double m = 0;
+        for (std::size_t i = 0; i < 10; ++i)
+          m = std::max({m, std::abs(on_gpu[i] - cpu[i]), std::abs(cpu_after_gpu[i] - cpu[i + 10]),
+                        std::abs(gpu_after_cpu[i] - cpu[i + 10])});
+        return m;
+      }());
+}
+
 TEST_CASE("resuming from a checkpoint gives exactly the losses of an uninterrupted run",
           "[trainer]") {
   const th::TempDir dir("trainer_resume");

@@ -154,13 +154,7 @@ TEST_CASE("every op has a CUDA kernel or a stated reason, and only sources are n
 
 // ---- on a GPU -----------------------------------------------------------------------------
 
-// The device of the [gpu] cases: the GPU (ctest label cuda), or the same CUDA backend in
-// interpret mode, its kernels run on the CPU (STAG_TEST_DEVICE=cuda_interpret, label
-// cuda_interpret, in every test run).
-Device gpu_device() {
-  const char* d = std::getenv("STAG_TEST_DEVICE");
-  return d != nullptr && std::string(d) == "cuda_interpret" ? Device::cuda_interpret : Device::cuda;
-}
+using th::gpu_device;
 
 // Clones: a training graph's reference evaluation updates the params it is given in place.
 NamedArrays clones(const NamedArrays& a) {
