@@ -164,6 +164,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--seed", o.sample.seed, "seed of the sampler (same seed, same text)");
   app.add_option("--threads", threads, "threads (0: every core)")->check(CLI::NonNegativeNumber);
+  std::string device = "cpu";
+  app.add_option("--device", device,
+                 "where language models' decode steps run: cpu, cuda (the GPU backend), or "
+                 "cuda_interpret (its kernels on the CPU, slowly: a check without a GPU)")
+      ->check(CLI::IsMember({"cpu", "cuda", "cuda_interpret"}));
   app.add_option("--tokenizer", tokenizer, "tokeniser JSON, when the checkpoint does not name one");
   app.add_option("--max-len", max_len, "positions in the key/value cache (0: prompt + new tokens)")
       ->check(CLI::NonNegativeNumber);
@@ -235,6 +240,10 @@ int main(int argc, char** argv) {
         if (!line.empty() && line.back() == '\r') line.pop_back();
         lines.push_back(line);
       }
+      if (device != "cpu")
+        throw stag::Error("--device " + device + ": " + task +
+                          " checkpoints translate on the CPU only (--device is for language "
+                          "models)");
       so.max_new = app.count("--max-new-tokens") ? o.max_new_tokens : 0;
       return translate(checkpoint, lines, so, threads, allow_nonfinite);
     }
@@ -243,6 +252,9 @@ int main(int argc, char** argv) {
       if (app.count(flag) && !beam) throw stag::Error(std::string(flag) + " needs --beam");
     stag::GeneratorOptions go;
     go.threads = threads;
+    go.device = device == "cuda"             ? stag::Device::cuda
+                : device == "cuda_interpret" ? stag::Device::cuda_interpret
+                                             : stag::Device::cpu;
     go.max_len = max_len;
     go.tokenizer_path = tokenizer;
     go.allow_nonfinite = allow_nonfinite;

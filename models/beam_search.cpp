@@ -269,6 +269,9 @@ void reorder_cache_rows(Session& s, const std::vector<std::string>& names,
         std::memcpy(base + static_cast<std::size_t>(r * heads + h) * head_stride,
                     scratch.data() + static_cast<std::size_t>(p * heads + h) * run, run);
     }
+    // On a device the host array is a copy (fetched by params()): the reordered cache goes back.
+    // NOTE: a whole-cache round trip per reordering step; a gather kernel would stay on the GPU.
+    if (s.device() != Device::cpu) s.set_param(name, cache);
   }
 }
 

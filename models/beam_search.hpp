@@ -127,7 +127,7 @@ class BeamSearch {
 // After a step of a beam search over a model with caches: row r of each state tensor `names`
 // of `s` ([rows, heads, max_len, head_dim], positions on axis 2) becomes row parents[r], over
 // the first `positions` positions (those written so far). Rows that are their own parent are
-// not copied.
+// not copied. On a device, through the host copy and Session::set_param.
 void reorder_cache_rows(Session& s, const std::vector<std::string>& names,
                         std::span<const std::int32_t> parents, std::int64_t positions);
 

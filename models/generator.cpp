@@ -211,6 +211,7 @@ std::unique_ptr<Session> decode_session(const LmPreset& preset, const NamedArray
     }
   }
   SessionOptions so;
+  so.device = opts.device;
   so.threads = opts.threads;
   so.schedule = opts.schedule;
   so.dims = {{"batch", batch}, {"max_len", len}};

@@ -52,7 +52,10 @@ TextTokenizer checkpoint_tokenizer(const std::string& checkpoint, const std::str
                                    const Metadata& extra, const std::string& override_path = {});
 
 struct GeneratorOptions {
-  int threads = 0;                           // 0: every core
+  int threads = 0;  // 0: every core
+  // Where the decode steps run (Device::cuda: weights and caches on the GPU; the sampler and
+  // beam search read each step's logits on the host).
+  Device device = Device::cpu;
   Schedule schedule = Schedule::sequential;  // measured faster for one token at a time
   std::int64_t max_len =
       0;  // cache positions; 0: sized per call (prompt + new tokens, rounded up to 64)

@@ -424,6 +424,32 @@ TEST_CASE("the Generator loads a checkpoint and generates deterministically per 
   std::filesystem::remove(path);
 }
 
+// [gpu]: the GPU under label cuda, the CUDA backend's kernels on the CPU under cuda_interpret.
+TEST_CASE("the Generator on a device gives the CPU's tokens from the same checkpoint", "[gpu]") {
+  const std::string path = random_checkpoint("stag_test_generate_device.safetensors");
+  Generator cpu(path, {.threads = 1});
+  Generator dev(path, {.device = th::gpu_device()});
+  const GenerateOptions greedy{
+      .max_new_tokens = 10, .sample = {.temperature = 0.0}, .stop_at_eos = false};
+  const GenerateResult want = cpu.generate("the fox", greedy);
+  CHECK(dev.generate("the fox", greedy).new_ids == want.new_ids);
+  // Prefill in chunks of 3, then beam search: its rows' caches are reordered on the device.
+  GenerateOptions chunked = greedy;
+  chunked.prefill_chunk = 3;
+  CHECK(dev.generate("the fox", chunked).new_ids == want.new_ids);
+  const std::vector<std::int32_t> prompt = cpu.tokenizer()->encode("the quick");
+  const BeamSearchOptions beam{.beam_size = 3, .n_best = 3, .max_new = 6};
+  const std::vector<Hypothesis> a = cpu.beam_search(prompt, beam),
+                                b = dev.beam_search(prompt, beam);
+  REQUIRE(a.size() == b.size());
+  for (std::size_t h = 0; h < a.size(); ++h) {
+    INFO("hypothesis " << h);
+    CHECK(a[h].ids == b[h].ids);
+    CHECK(a[h].log_prob == Approx(b[h].log_prob).margin(1e-4));
+  }
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("the Generator refuses what does not fit", "[generate]") {
   const std::string path = random_checkpoint("stag_test_generate_fit.safetensors");
   Generator gen(path, {.threads = 1, .max_len = 8});
