@@ -280,9 +280,6 @@ void validate(const RunOptions& o, Task task) {
   one_of("progress", o.progress, {"auto", "terminal", "plain", "off"});
   one_of("precision", o.precision, {"f32", "bf16"});
   one_of("device", o.device, {"cpu", "cuda", "cuda_interpret"});
-  if (o.device != "cpu" && o.precision != "f32")
-    fail("precision", "--device " + o.device +
-                          " trains in f32 (the GPU backend has no bf16 elementwise kernels yet)");
   if (o.max_len < 2) fail("max-len", "must be at least 2");
   if (o.batch_size < 1) fail("batch-size", "must be positive");
   if (o.accumulation < 1) fail("accumulation", "must be positive");

@@ -113,6 +113,8 @@ class Matmul {
     c_ = static_cast<char*>(c.data);
     t_ = a.dtype;
     e_ = static_cast<std::int64_t>(dtype_size(a.dtype));
+    tc_ = c.dtype;  // f32 for bf16 operands under autocast, as cuBLASLt's C type
+    ec_ = static_cast<std::int64_t>(dtype_size(c.dtype));
     what_ = "host gemm (interpret) " + std::string(dtype_name(a.dtype)) + " " +
             std::to_string(g_.m) + "x" + std::to_string(g_.n) + "x" + std::to_string(g_.k) +
             (g_.batch > 1 ? " batch " + std::to_string(g_.batch) : "") +
@@ -132,7 +134,7 @@ class Matmul {
       for (std::int64_t bi = 0; bi < g_.batch; ++bi) {
         const char* A = a_ + (g_.outer_a[o] + bi * g_.stride_a) * e_;
         const char* B = b_ + (g_.outer_b[o] + bi * g_.stride_b) * e_;
-        char* C = c_ + (g_.outer_c[o] + bi * g_.stride_c) * e_;
+        char* C = c_ + (g_.outer_c[o] + bi * g_.stride_c) * ec_;
         for (std::int64_t i = 0; i < m; ++i)
           for (std::int64_t j = 0; j < n; ++j) {
             double acc = 0;
@@ -151,9 +153,9 @@ class Matmul {
     return reinterpret_cast<const float*>(p)[i];
   }
   void store(char* p, std::int64_t i, double v) const {
-    if (t_ == DType::f64)
+    if (tc_ == DType::f64)
       reinterpret_cast<double*>(p)[i] = v;
-    else if (t_ == DType::bf16)
+    else if (tc_ == DType::bf16)
       reinterpret_cast<__nv_bfloat16*>(p)[i] = __double2bfloat16(v);
     else
       reinterpret_cast<float*>(p)[i] = static_cast<float>(v);
@@ -164,8 +166,8 @@ class Matmul {
   const char* a_ = nullptr;
   const char* b_ = nullptr;
   char* c_ = nullptr;
-  DType t_ = DType::f32;
-  std::int64_t e_ = 4;
+  DType t_ = DType::f32, tc_ = DType::f32;  // the operands' and the product's
+  std::int64_t e_ = 4, ec_ = 4;
   std::string what_;
 };
 

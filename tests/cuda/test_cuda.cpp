@@ -278,6 +278,32 @@ TEST_CASE("a step captured as a CUDA Graph and replayed gives each step's dropou
   th::require_close(graphed.weight, cpu.weight, 1e-5);
 }
 
+// stag::autocast: every matmul reads bf16 operands (cast on the device) and gives f32; the
+// norms, softmax, loss and optimizer stay f32. The device's products accumulate bf16 operands in
+// f32 (cuBLASLt) or double (the interpret mode's host GEMM), the CPU's in f32 (oneDNN), so
+// they agree to f32 rounding of the same bf16 inputs.
+TEST_CASE("an autocast (bf16 matmul) training step on the GPU matches the CPU", "[gpu]") {
+  static constexpr auto enc16 = autocast<encoder<false>>();
+  static constexpr auto train16 =
+      train_step<enc16, AdamW{.weight_decay = 0.01, .clip_norm = 1.0}>();
+  Session cpu(train16, {.threads = 2, .seed = 7});
+  Session gpu(train16, {.device = gpu_device(), .seed = 7});
+  const NamedArrays in = batch_inputs(3, 7, 307);
+  copy_params(gpu, cpu);
+  cpu.set_inputs(in);
+  gpu.set_inputs(in);
+  for (int step = 0; step < 3; ++step) {
+    INFO("step " << step + 1);
+    cpu.run({.training = true});
+    gpu.run({.training = true});
+    CHECK(std::abs(gpu.result() - cpu.result()) <= 1e-5 * std::max(1.0, std::abs(cpu.result())));
+  }
+  for (const auto& [k, v] : cpu.params()) {
+    INFO(k);
+    th::require_close(gpu.params().at(k), v, 1e-4);
+  }
+}
+
 // A step whose launches a capture cannot hold (here a synchronisation) runs its kernels one by
 // one, and says why.
 TEST_CASE("a step that cannot be captured as a CUDA Graph runs eagerly and says why", "[gpu]") {
