@@ -89,13 +89,22 @@ int bench_random(const std::string& name, int prompt_tokens, stag::GenerateOptio
   return 0;
 }
 
+// --device's value.
+stag::Device to_device(const std::string& name) {
+  return name == "cuda"             ? stag::Device::cuda
+         : name == "cuda_interpret" ? stag::Device::cuda_interpret
+                                    : stag::Device::cpu;
+}
+
 // Translation mode: every line of `lines` through an encoder-decoder checkpoint (stag-train g2p
 // or seq2seq), the outputs on stdout, one line per input line (n-best: "line<TAB>rank<TAB>
 // score<TAB>text" lines), the speed on stderr.
 int translate(const std::string& checkpoint, const std::vector<std::string>& lines,
-              const stag::Seq2SeqGenerateOptions& o, int threads, bool allow_nonfinite) {
+              const stag::Seq2SeqGenerateOptions& o, int threads, bool allow_nonfinite,
+              stag::Device device) {
   const auto t0 = std::chrono::steady_clock::now();
-  stag::Translator tr(checkpoint, {.threads = threads, .allow_nonfinite = allow_nonfinite});
+  stag::Translator tr(checkpoint,
+                      {.threads = threads, .allow_nonfinite = allow_nonfinite, .device = device});
   const auto t1 = std::chrono::steady_clock::now();
   const auto out = tr.translate(lines, o);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
@@ -166,8 +175,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "threads (0: every core)")->check(CLI::NonNegativeNumber);
   std::string device = "cpu";
   app.add_option("--device", device,
-                 "where language models' decode steps run: cpu, cuda (the GPU backend), or "
-                 "cuda_interpret (its kernels on the CPU, slowly: a check without a GPU)")
+                 "where the model's steps run: cpu, cuda (the GPU backend), or cuda_interpret "
+                 "(its kernels on the CPU, slowly: a check without a GPU)")
       ->check(CLI::IsMember({"cpu", "cuda", "cuda_interpret"}));
   app.add_option("--tokenizer", tokenizer, "tokeniser JSON, when the checkpoint does not name one");
   app.add_option("--max-len", max_len, "positions in the key/value cache (0: prompt + new tokens)")
@@ -240,21 +249,15 @@ int main(int argc, char** argv) {
         if (!line.empty() && line.back() == '\r') line.pop_back();
         lines.push_back(line);
       }
-      if (device != "cpu")
-        throw stag::Error("--device " + device + ": " + task +
-                          " checkpoints translate on the CPU only (--device is for language "
-                          "models)");
       so.max_new = app.count("--max-new-tokens") ? o.max_new_tokens : 0;
-      return translate(checkpoint, lines, so, threads, allow_nonfinite);
+      return translate(checkpoint, lines, so, threads, allow_nonfinite, to_device(device));
     }
     const bool beam = app.count("--beam") > 0;
     for (const char* flag : {"--n-best", "--length-penalty"})
       if (app.count(flag) && !beam) throw stag::Error(std::string(flag) + " needs --beam");
     stag::GeneratorOptions go;
     go.threads = threads;
-    go.device = device == "cuda"             ? stag::Device::cuda
-                : device == "cuda_interpret" ? stag::Device::cuda_interpret
-                                             : stag::Device::cpu;
+    go.device = to_device(device);
     go.max_len = max_len;
     go.tokenizer_path = tokenizer;
     go.allow_nonfinite = allow_nonfinite;

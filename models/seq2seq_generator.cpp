@@ -56,6 +56,7 @@ Seq2SeqGenerator::Seq2SeqGenerator(const Seq2SeqGraphs& graphs, NamedArrays weig
     cache_names_.push_back(layer + ".self_attn.v_cache");
   }
   SessionOptions so;
+  so.device = opts_.device;
   so.threads = opts_.threads;
   so.schedule = opts_.schedule;
   so.keep = memory_names_;
@@ -120,6 +121,7 @@ Session& Seq2SeqGenerator::decode_session(std::int64_t rows, std::int64_t max_le
           break;
         }
     SessionOptions so;
+    so.device = opts_.device;
     so.threads = opts_.threads;
     so.schedule = opts_.schedule;
     so.dims = {{"batch", rows}, {"max_len", max_len}, {"src_seq", src_len}};

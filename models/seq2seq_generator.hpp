@@ -49,6 +49,7 @@ struct Seq2SeqGeneratorOptions {
   Schedule schedule = Schedule::sequential;
   std::size_t batch_rows = 64;  // sources searched together (times beam_size decoder rows)
   bool profile = false;         // time every node of the decode steps (profile_report)
+  Device device = Device::cpu;  // where the encoder and decode steps run (runtime/device.hpp)
 };
 
 struct Seq2SeqGenerateOptions {

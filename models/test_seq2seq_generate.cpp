@@ -162,6 +162,32 @@ TEST_CASE("beam search with beam 1 is greedy decoding; batches decode as rows al
   }
 }
 
+// [gpu]: the GPU under label cuda, the CUDA backend's kernels on the CPU under cuda_interpret.
+TEST_CASE("encoder-decoder generation on a device gives the CPU's outputs", "[gpu]") {
+  Session s(tf_pre, {.seed = 5});
+  Seq2SeqGenerator cpu(seq2seq_graphs<kPre>(), s.params(), {.batch_rows = 3});
+  Seq2SeqGenerator dev(seq2seq_graphs<kPre>(), s.params(),
+                       {.batch_rows = 3, .device = th::gpu_device()});
+  const std::vector<std::vector<std::int32_t>> sources = {{5, 6, 7, 8}, {9, 10}, {11, 12, 13}};
+  const std::vector<std::size_t> rows = {0, 1, 2};
+  const std::int32_t limit = 25;
+  const Seq2SeqGenerateOptions greedy{.search = {.beam_size = 1, .vocab_limit = limit},
+                                      .max_new = 6};
+  CHECK(dev.generate_ids(sources, rows, greedy) == cpu.generate_ids(sources, rows, greedy));
+  const Seq2SeqGenerateOptions beam{.search = {.beam_size = 3, .n_best = 2, .vocab_limit = limit},
+                                    .max_new = 6};
+  const auto a = cpu.generate(sources, rows, beam), b = dev.generate(sources, rows, beam);
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    REQUIRE(a[i].size() == b[i].size());
+    for (std::size_t h = 0; h < a[i].size(); ++h) {
+      INFO("row " << i << ", hypothesis " << h);
+      CHECK(a[i][h].ids == b[i][h].ids);
+      CHECK(a[i][h].log_prob == Approx(b[i][h].log_prob).margin(1e-4));
+    }
+  }
+}
+
 // The log-probability of `ids` then <eos> after `src` under the full training graph, with the
 // log-softmax over [eos, limit) as the search takes it.
 double full_log_prob(Session& s, const std::vector<std::int32_t>& src,

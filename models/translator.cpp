@@ -114,7 +114,8 @@ Translator::Translator(const std::string& checkpoint, TranslatorOptions options)
     fail("its tokenizers have more ids than the model");
   m.gen = std::make_unique<Seq2SeqGenerator>(
       found->graphs, std::move(weights),
-      Seq2SeqGeneratorOptions{.threads = options.threads, .batch_rows = options.batch_rows});
+      Seq2SeqGeneratorOptions{
+          .threads = options.threads, .batch_rows = options.batch_rows, .device = options.device});
 }
 
 Translator::~Translator() = default;

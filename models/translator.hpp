@@ -22,6 +22,7 @@ struct TranslatorOptions {
   int threads = 0;               // 0: every core
   bool allow_nonfinite = false;  // load a checkpoint with NaN/Inf weights anyway
   std::size_t batch_rows = 64;   // lines searched together
+  Device device = Device::cpu;   // where the encoder and decode steps run
 };
 
 struct Translation {
