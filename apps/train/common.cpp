@@ -53,14 +53,18 @@ ProgressOptions progress_options(const std::string& mode) {
   return p;
 }
 
+Device run_device(const RunOptions& o) {
+  return o.device == "cuda"             ? Device::cuda
+         : o.device == "cuda_interpret" ? Device::cuda_interpret
+                                        : Device::cpu;
+}
+
 TrainerOptions trainer_options(const RunContext& ctx, std::int64_t total_steps, int d_model,
                                const std::string& config_json) {
   const RunOptions& o = ctx.opt;
   TrainerOptions t;
   t.session.threads = o.threads;
-  t.session.device = o.device == "cuda"             ? Device::cuda
-                     : o.device == "cuda_interpret" ? Device::cuda_interpret
-                                                    : Device::cpu;
+  t.session.device = run_device(o);
   t.session.seed = o.seed;
   t.session.memory_budget = static_cast<std::int64_t>(o.memory_budget_mib * 1048576.0);
   t.lr = make_lr_schedule(o, total_steps, d_model);

@@ -74,6 +74,8 @@ TrainingGraphs graphs_for(const RunContext& ctx) {
 
 // The learning-rate schedule the flags describe, over `total_steps` steps.
 LrSchedule make_lr_schedule(const RunOptions& o, std::int64_t total_steps, int d_model);
+// --device: where the training, evaluation and decoding steps run.
+Device run_device(const RunOptions& o);
 // Trainer options from the flags: threads, seed, schedule, optimizer settings, metrics, progress.
 TrainerOptions trainer_options(const RunContext& ctx, std::int64_t total_steps, int d_model,
                                const std::string& config_json);

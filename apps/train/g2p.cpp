@@ -86,7 +86,7 @@ struct Seq2SeqTask {
                                                        std::int32_t vocab_limit, int beam) {
     // The trainer's parameters, shared (not copied): the generator sees the current weights.
     Seq2SeqGenerator gen(seq2seq_graphs<C>(), trainer.params(),
-                         {.threads = o.threads, .batch_rows = 128});
+                         {.threads = o.threads, .batch_rows = 128, .device = run_device(o)});
     // The preset's output layer may have more ids than the task uses: decode over <eos> and
     // the task's ids only (an untrained model would otherwise emit unused ids).
     return gen.generate_ids(d.src, rows,
