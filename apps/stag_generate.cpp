@@ -89,13 +89,6 @@ int bench_random(const std::string& name, int prompt_tokens, stag::GenerateOptio
   return 0;
 }
 
-// --device's value.
-stag::Device to_device(const std::string& name) {
-  return name == "cuda"             ? stag::Device::cuda
-         : name == "cuda_interpret" ? stag::Device::cuda_interpret
-                                    : stag::Device::cpu;
-}
-
 // Translation mode: every line of `lines` through an encoder-decoder checkpoint (stag-train g2p
 // or seq2seq), the outputs on stdout, one line per input line (n-best: "line<TAB>rank<TAB>
 // score<TAB>text" lines), the speed on stderr.
@@ -250,14 +243,15 @@ int main(int argc, char** argv) {
         lines.push_back(line);
       }
       so.max_new = app.count("--max-new-tokens") ? o.max_new_tokens : 0;
-      return translate(checkpoint, lines, so, threads, allow_nonfinite, to_device(device));
+      return translate(checkpoint, lines, so, threads, allow_nonfinite,
+                       *stag::device_from_name(device));
     }
     const bool beam = app.count("--beam") > 0;
     for (const char* flag : {"--n-best", "--length-penalty"})
       if (app.count(flag) && !beam) throw stag::Error(std::string(flag) + " needs --beam");
     stag::GeneratorOptions go;
     go.threads = threads;
-    go.device = to_device(device);
+    go.device = *stag::device_from_name(device);
     go.max_len = max_len;
     go.tokenizer_path = tokenizer;
     go.allow_nonfinite = allow_nonfinite;

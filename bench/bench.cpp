@@ -16,6 +16,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -386,13 +387,12 @@ Options parse(int argc, char** argv, std::vector<std::string>& passthrough) {
       o.threads = std::atoi(value().c_str());
     else if (a == "--device") {
       const std::string v = value();
-      if (v != "cpu" && v != "cuda" && v != "cuda_interpret")
+      const std::optional<Device> d = device_from_name(v);
+      if (!d)
         throw Error("stag-bench: --device must be cpu, cuda or cuda_interpret, not '" + v + "'");
       // cuda_interpret: the CUDA kernels run on the CPU (tools/gpu_check.sh --interpret checks
       // the GPU bundle's steps with it); its timings mean nothing.
-      o.device = v == "cuda"             ? Device::cuda
-                 : v == "cuda_interpret" ? Device::cuda_interpret
-                                         : Device::cpu;
+      o.device = *d;
     } else if (a == "--tf32")
       o.tf32 = true;
     else if (a == "--no-cuda-graphs")

@@ -632,6 +632,25 @@ inline void run_block() {
   }
 }
 
+// Runs `op` now, or records it where `s` captures (a launch, copy, memset or host function).
+inline cudaError_t enqueue(cudaStream_t s, std::function<void()> op) {
+  if (s != nullptr && s->capture != nullptr) {
+    if (!s->invalid.empty()) return cudaErrorStreamCaptureInvalidated;
+    s->capture->push_back(std::move(op));
+    return cudaSuccess;
+  }
+  op();
+  return cudaSuccess;
+}
+// What a capture cannot hold, called while `s` (or, for s null, any stream) captures: the
+// capture becomes invalid, as on a GPU.
+inline cudaError_t not_in_capture(cudaStream_t s, const char* what) {
+  cudaStream_t c = s != nullptr && s->capture != nullptr ? s : state().capturing;
+  if (c == nullptr) return cudaSuccess;
+  if (c->invalid.empty()) c->invalid = what;
+  return cudaErrorStreamCaptureUnsupported;
+}
+
 // kernel<<<grid, block, shared, stream>>>(args...): every block, one after another.
 class Launcher {
  public:
@@ -657,13 +676,8 @@ class Launcher {
     // The arguments are copied once, as a launch copies them to the device; each thread calls
     // the kernel with its own copies of those (kernel parameters are per thread).
     auto saved = std::make_tuple(std::decay_t<Args>(std::forward<Args>(args))...);
-    if (stream_ != nullptr && stream_->capture != nullptr) {  // recorded, run at each replay
-      if (stream_->invalid.empty())
-        stream_->capture->push_back(
-            [launcher = *this, kernel, saved] { launcher.execute(kernel, saved); });
-      return;
-    }
-    execute(kernel, saved);
+    // Run now, or recorded where the stream captures (run at each replay).
+    enqueue(stream_, [launcher = *this, kernel, saved] { launcher.execute(kernel, saved); });
   }
 
   // An H100's opt-in maximum per block (227 KiB); the default without opting in is 48 KiB.
@@ -711,25 +725,6 @@ class Launcher {
   std::size_t shared_;
   cudaStream_t stream_;
 };
-
-// Runs `op` now, or records it where `s` captures (a launch, copy, memset or host function).
-inline cudaError_t enqueue(cudaStream_t s, std::function<void()> op) {
-  if (s != nullptr && s->capture != nullptr) {
-    if (!s->invalid.empty()) return cudaErrorStreamCaptureInvalidated;
-    s->capture->push_back(std::move(op));
-    return cudaSuccess;
-  }
-  op();
-  return cudaSuccess;
-}
-// What a capture cannot hold, called while `s` (or, for s null, any stream) captures: the
-// capture becomes invalid, as on a GPU.
-inline cudaError_t not_in_capture(cudaStream_t s, const char* what) {
-  cudaStream_t c = s != nullptr && s->capture != nullptr ? s : state().capturing;
-  if (c == nullptr) return cudaSuccess;
-  if (c->invalid.empty()) c->invalid = what;
-  return cudaErrorStreamCaptureUnsupported;
-}
 
 }  // namespace stag::cuda_interpret::emu
 

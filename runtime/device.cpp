@@ -34,6 +34,12 @@ std::string_view device_name(Device d) {
   return "?";
 }
 
+std::optional<Device> device_from_name(std::string_view name) {
+  for (Device d : {Device::cpu, Device::cuda, Device::cuda_interpret})
+    if (device_name(d) == name) return d;
+  return std::nullopt;
+}
+
 std::string device_unsupported(Device d, const GraphView& g) {
   if (d == Device::cpu) return "";
   if (d == Device::cuda_interpret) return cuda_interpret::unsupported(g);

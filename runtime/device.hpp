@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <stag/ops/cpu_kernel.hpp>
@@ -24,6 +26,8 @@ enum class Device : std::uint8_t {
   cuda_interpret,
 };
 std::string_view device_name(Device d);
+// The device device_name() names ("cpu", "cuda", "cuda_interpret"); nullopt for another name.
+std::optional<Device> device_from_name(std::string_view name);
 
 // What one plan holds on a device besides its arena: the bad-input word and the kernels that
 // can report into it (the plan asks them for the message), the step's random-number word, and
@@ -32,7 +36,7 @@ class DevicePlanState {
  public:
   virtual ~DevicePlanState() = default;
   // CUDA Graphs (PlanOptions::cuda_graphs): how many steps were captured and how many replayed
-  // a capture; why the plan runs its kernels one by one instead ("" while it captures).
+  // a capture; why the plan runs its kernels one by one instead ("" while graphs are on).
   int captured = 0;
   std::int64_t replayed = 0;
   std::string eager_because;
@@ -84,11 +88,7 @@ class DeviceBackend {
   // the launches once per key and replays them; without, or where capture fails (the reason
   // goes to s.eager_because), it calls `enqueue`.
   virtual void run_step(DevicePlanState& s, const StepKey& key,
-                        const std::function<void()>& enqueue) {
-    (void)s;
-    (void)key;
-    enqueue();
-  }
+                        const std::function<void()>& enqueue) = 0;
 };
 
 // The backend of a device (one per process and device, shared by every session). Device::cuda

@@ -54,9 +54,7 @@ ProgressOptions progress_options(const std::string& mode) {
 }
 
 Device run_device(const RunOptions& o) {
-  return o.device == "cuda"             ? Device::cuda
-         : o.device == "cuda_interpret" ? Device::cuda_interpret
-                                        : Device::cpu;
+  return device_from_name(o.device).value_or(Device::cpu);  // validate() checked the name
 }
 
 TrainerOptions trainer_options(const RunContext& ctx, std::int64_t total_steps, int d_model,

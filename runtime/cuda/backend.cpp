@@ -107,7 +107,6 @@ std::unique_ptr<DevicePlanState> Backend::plan_state(const GraphView&, int nodes
   auto s = std::make_unique<PlanState>();
   s->backend = this;
   s->tf32 = tf32;
-  s->graphs = graphs;
   if (!graphs) s->eager_because = "CUDA Graphs are off (SessionOptions::cuda_graphs)";
   s->reporters.assign(static_cast<std::size_t>(nodes), nullptr);
   s->bad = static_cast<unsigned long long*>(alloc(sizeof(unsigned long long)));
@@ -134,7 +133,7 @@ void Backend::begin_step(DevicePlanState& ds, const RunState& state) {
 void Backend::run_step(DevicePlanState& ds, const StepKey& key,
                        const std::function<void()>& enqueue) {
   auto& s = static_cast<PlanState&>(ds);
-  if (!s.graphs) {
+  if (!s.eager_because.empty()) {  // graphs off, or a capture failed
     enqueue();
     return;
   }
@@ -165,7 +164,6 @@ void Backend::run_step(DevicePlanState& ds, const StepKey& key,
   if (graph != nullptr) cudaGraphDestroy(graph);
   if (!failed.empty()) {
     cudaGetLastError();  // the capture's error is not the next launch's
-    s.graphs = false;
     s.eager_because = "the step could not be captured as a CUDA Graph: " + failed;
     enqueue();  // as without graphs: a real error in a kernel is thrown here
     return;

@@ -22,7 +22,6 @@ struct PlanState final : DevicePlanState {
   std::uint64_t rng_host[2] = {};     // what it holds (written before a step that changes it)
   bool rng_written = false;
   bool tf32 = false;
-  bool graphs = true;  // PlanOptions::cuda_graphs, until a capture fails
   // The step's captures (cudaGraphExec_t), by key.
   std::vector<std::pair<StepKey, void*>> execs;
   // By node: the kernel that may report a bad input (to reproduce the CPU's message).
