@@ -18,6 +18,7 @@
 #include "bench_models.hpp"
 
 #include <stag/models/attention_variants.hpp>
+#include <stag/ops/attention/tiled_bf16.hpp>
 #include <stag/ops/random.hpp>
 #include <stag/stag.hpp>
 
@@ -56,6 +57,11 @@ constexpr auto bare = model([](Builder& g) {
   return sum<0, 1, 2, 3>(sdpa(q, k, v, {.mask = M, .window = kWindow}) * w);
 });
 constexpr auto causal_train = grad<bare<AttnMask::causal>, "q", "k", "v">();
+// The same under autocast: the op reads bf16 q, k and v (tile products in bf16 where the CPU
+// has AVX512-BF16, ops/attention/tiled_bf16.hpp; else widened to f32).
+constexpr auto causal16 = autocast<bare<AttnMask::causal>>();
+constexpr auto causal16_train = grad<causal16, "q", "k", "v">();
+static_assert(causal16_train.count(op::cast) == 3);
 constexpr auto window_train = grad<bare<AttnMask::sliding_window>, "q", "k", "v">();
 
 // ALiBi as a score_mod over the built-in window (Mode 0) or a mask_mod window (1), and the
@@ -177,9 +183,9 @@ int main(int argc, char** argv) {
     }
   }
   setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 0);
-  // The matmul ceiling, measured in this run: 2048^3 f32 with oneDNN.
-  {
-    auto mm = bench::onednn_matmul(2048);
+  // The matmul ceilings, measured in this run: 2048^3 f32 and bf16 (f32 product) with oneDNN.
+  const auto peak = [&](bool bf16) {
+    auto mm = bench::onednn_matmul(2048, bf16);
     mm();
     std::vector<double> t;
     for (int i = 0; i < 5; ++i) {
@@ -188,8 +194,17 @@ int main(int argc, char** argv) {
       t.push_back(now_s() - t0);
     }
     std::sort(t.begin(), t.end());
-    print("peak.matmul_gflops", 2.0 * 2048.0 * 2048.0 * 2048.0 / t[2] / 1e9, "GFLOP/s");
-  }
+    return 2.0 * 2048.0 * 2048.0 * 2048.0 / t[2] / 1e9;
+  };
+  const double peak32 = peak(false);
+  print("peak.matmul_gflops", peak32, "GFLOP/s");
+  const bool bf16_dot = attn::cpu_has_bf16_dot();
+  const double peak16 = cpu_has_bf16_matmul() ? peak(true) : 0.0;
+  if (peak16 > 0) print("peak.matmul_bf16_gflops", peak16, "GFLOP/s");
+  if (!bf16_dot)
+    std::printf(
+        "bench.attn: this CPU has no AVX512-BF16: the op_causal_bf16 cases widen q, k "
+        "and v to f32\n");
   for (const std::int64_t s : lengths) {
     const std::string tag = "s" + std::to_string(s);
     const NamedArrays layer_in{{"x", randn({1, s, kModel}, 1)}, {"y", randn({1, s, kModel}, 2)}};
@@ -213,6 +228,21 @@ int main(int argc, char** argv) {
     const auto [ct, cp] = time_session(causal_train, op_in, threads, steps);
     print(tag + ".op_causal.step_ms", 1e3 * ct, "ms");
     print(tag + ".op_causal.gflops", attn_flops(s, causal_fraction) / ct / 1e9, "GFLOP/s");
+    print(tag + ".op_causal.share_of_peak", attn_flops(s, causal_fraction) / ct / 1e9 / peak32,
+          "x");
+    // bf16 q, k and v: the bf16 tile products (where the CPU has them), then widened to f32.
+    for (const bool products : {true, false}) {
+      if (products && !bf16_dot) continue;
+      attn::set_bf16_products(products);
+      const auto [bt16, bp16] = time_session(causal16_train, op_in, threads, steps);
+      const std::string name = tag + (products ? ".op_causal_bf16" : ".op_causal_bf16_widened");
+      const double gf = attn_flops(s, causal_fraction) / bt16 / 1e9;
+      print(name + ".step_ms", 1e3 * bt16, "ms");
+      print(name + ".gflops", gf, "GFLOP/s");
+      if (peak16 > 0) print(name + ".share_of_bf16_peak", gf / peak16, "x");
+      (void)bp16;
+    }
+    attn::set_bf16_products(true);
     const auto [wt, wp] = time_session(window_train, op_in, threads, steps);
     print(tag + ".op_window256.step_ms", 1e3 * wt, "ms");
     print(tag + ".op_window256.plan_peak_mib", wp, "MiB");

@@ -6,7 +6,10 @@
 #include <cmath>
 #include <sstream>
 
+#include <stag/ops/attention/tiled_bf16.hpp>
+
 #include "harness.hpp"
+#include "skip.hpp"
 
 namespace {
 using namespace stag;
@@ -279,9 +282,31 @@ static_assert(attention_inputs(small, f32) == 3 && attention_inputs(small16, bf1
 static_assert(views_of_casts(small16) == 3);
 constexpr auto small_grad16 = grad<small16>();
 
+// Sets attn::set_bf16_products for the life of a scope.
+struct Bf16Products {
+  explicit Bf16Products(bool on) { attn::set_bf16_products(on); }
+  ~Bf16Products() { attn::set_bf16_products(true); }
+};
+
+// How many of a session's attention kernels (forward and backward) are the own tiled kernels
+// whose name holds `what`.
+int own_attention_with(const Session& s, const std::string& what) {
+  std::istringstream lines(s.describe_kernels());
+  int n = 0;
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("  attention  ") != std::string::npos ||
+        line.find("  attention_backward  ") != std::string::npos)
+      n += line.find("own attention") != std::string::npos && line.find(what) != std::string::npos;
+  return n;
+}
+
 TEST_CASE("the fused attention on bf16 q, k and v equals the reference evaluator's", "[autocast]") {
   NamedArrays in = batch_of(1);
   for (std::int64_t i = 0; i < 32; i += 3) in["keep"].set(i * 12 + 11, 0);  // some padding
+  // The kernels that widen q, k and v to f32, which CPUs without AVX512-BF16 run (the bf16
+  // tile products are checked against their rounding bound in test_attention_bf16.cpp, and
+  // by the next test).
+  const Bf16Products widened(false);
   Session s(small_grad16, {.threads = 2, .seed = 4});
   s.set_inputs(in);
   s.run();
@@ -327,6 +352,25 @@ TEST_CASE("the fused attention on bf16 q, k and v equals the reference evaluator
           std::ldexp(1.0, -7));
   }
   CHECK(grads > 8);
+}
+
+TEST_CASE("the fused attention takes bf16 tile products where the CPU has AVX512-BF16",
+          "[autocast][bf16]") {
+  if (!attn::cpu_has_bf16_dot()) STAG_SKIP("this CPU has no AVX512-BF16");
+  NamedArrays in = batch_of(1);
+  for (std::int64_t i = 0; i < 32; i += 3) in["keep"].set(i * 12 + 11, 0);
+  Session s(small_grad16, {.threads = 2, .seed = 4});
+  s.set_inputs(in);
+  s.run();
+  CHECK(own_attention_with(s, "bf16 tile products") == 2);
+  CHECK(own_attention_with(s, "widened") == 0);
+  // The loss: the attention's output moves by at most 2^-8 of |v| (P rounded to bf16, the
+  // bound of test_attention_bf16.cpp), and through the output projection and the classifier
+  // the mean cross-entropy by less than 2^-8 of itself.
+  const Evaluation e = evaluate_reference(small_grad16, in, s.params());
+  CHECK(std::abs(s.result() - e.result().at(0)) <=
+        std::ldexp(1.0, -8) * std::abs(e.result().at(0)));
+  CHECK(std::abs(s.result() - e.result().at(0)) > 1e-5 * std::abs(e.result().at(0)));  // rounded
 }
 
 std::vector<double> curve(const GraphView& g, const NamedArrays& start) {

@@ -9,6 +9,7 @@
 #include <stag/ops/attention/attention.hpp>
 #include <stag/ops/attention/positions.hpp>
 #include <stag/ops/attention/tiled.hpp>
+#include <stag/ops/attention/tiled_bf16.hpp>
 #include <stag/ops/cpu_kernel.hpp>
 
 namespace stag {
@@ -25,7 +26,8 @@ bool head_strides(const TensorView& v, std::int64_t* st) {
   return true;
 }
 
-// bf16 q, k and v (stag::autocast): the tiled kernel is f32 code, so each is widened to f32
+// bf16 q, k and v (stag::autocast) where the CPU has no AVX512-BF16 (otherwise the kernels of
+// tiled_bf16.hpp read them as they are): the tiled kernel is f32 code, so each is widened to f32
 // when the kernel runs, keeping its strides, into the running thread's staging buffer
 // (thread_staging), and the kernel reads that. The widening is one pass over q, k and v; the
 // scores, the softmax and the products are f32 as before, and nothing of q, k or v is rounded
@@ -57,9 +59,15 @@ bool problem_of(const CpuNode& n, int first, int keep, attn::Problem& p, Widened
   if (q.dtype == DType::bf16) {
     if (n.attr().i[4] != 0) return false;  // a cache or captured tensors: the reference kernel
     const TensorView* qkv[3] = {&q, &k, &v};
+    const std::uint16_t** bf16[3] = {&p.qh, &p.kh, &p.vh};
+    const bool products = attn::bf16_products();
     for (int j = 0; j < 3; ++j) {
       for (int d = 0; d < qkv[j]->rank; ++d)
         if (qkv[j]->strides[d] < 0) return false;
+      if (products) {
+        *bf16[j] = qkv[j]->as<const std::uint16_t>();
+        continue;
+      }
       w.src[j] = qkv[j]->as<const std::uint16_t>();
       w.elems[j] = view_span(*qkv[j]);
       w.floats += staged_floats(w.elems[j]);
@@ -82,7 +90,7 @@ bool problem_of(const CpuNode& n, int first, int keep, attn::Problem& p, Widened
   p.softcap = static_cast<float>(a.f[2]);
   p.scale = a.i[3] ? static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.Dk)))
                    : static_cast<float>(a.f[0]);
-  if (!w.on()) {
+  if (q.dtype == DType::f32) {
     p.q = q.as<const float>();
     p.k = k.as<const float>();
     p.v = v.as<const float>();
@@ -116,9 +124,13 @@ std::string mods_text(const attn::Problem& p) {
 }
 
 // The kernel's name, with what it does to bf16 inputs.
-std::string with_inputs(std::string name, const WidenedInputs& w) {
-  if (w.on() && !name.empty() && name.back() == ')')
-    name.insert(name.size() - 1, ", bf16 q k v widened to f32");
+std::string with_inputs(std::string name, const attn::Problem& p, const WidenedInputs& w) {
+  if (name.empty() || name.back() != ')') return name;
+  if (w.on()) name.insert(name.size() - 1, ", bf16 q k v widened to f32");
+  if (p.qh)
+    name.insert(name.size() - 1,
+                ", bf16 tile products: AVX512-BF16 dot products of bf16 q, k, v, P, dS and dO into "
+                "f32");
   return name;
 }
 
@@ -223,7 +235,7 @@ class AttentionKernel final : public OwnKernel, ModState {
   AttentionKernel(const CpuNode& n, const attn::Problem& p, const WidenedInputs& w,
                   std::shared_ptr<std::vector<float>> lse, Table blocks)
       : OwnKernel(n, &OpDef<OpId::attention>::reference,
-                  with_inputs(describe_of("attention", p), w)),
+                  with_inputs(describe_of("attention", p), p, w)),
         p_(p),
         w_(w),
         lse_(std::move(lse)) {
@@ -234,7 +246,10 @@ class AttentionKernel final : public OwnKernel, ModState {
     w_.widen(p_);
     set_dropout(p_, attr(), state_);
     before(p_);
-    attn::forward(p_, out_.as<float>(), lse_->data());
+    if (p_.qh)
+      attn::forward_bf16(p_, out_.as<float>(), lse_->data());
+    else
+      attn::forward(p_, out_.as<float>(), lse_->data());
     after(g_, node_, p_);
   }
   std::string describe() const override {
@@ -253,7 +268,7 @@ class AttentionBackwardKernel final : public OwnKernel, ModState {
                           std::shared_ptr<std::vector<float>> lse,
                           std::shared_ptr<std::vector<float>> dkv, Table blocks, bool owner)
       : OwnKernel(n, &OpDef<OpId::attention_backward>::reference,
-                  with_inputs(describe_of("attention backward", p), w)),
+                  with_inputs(describe_of("attention backward", p), p, w)),
         p_(p),
         w_(w),
         lse_(std::move(lse)),
@@ -284,8 +299,12 @@ class AttentionBackwardKernel final : public OwnKernel, ModState {
           cap_grads[j] =
               dv + p_.B * p_.Hkv * p_.Sk * p_.Dv + kernel::cap_grad_slot(*p_.mods, caps, j).first;
     }
-    attn::backward(p_, in_[3].as<const float>(), o_st_, in_[4].as<const float>(), do_st_,
-                   lse_ ? lse_->data() : nullptr, out_.as<float>(), dk, dv, cap_grads);
+    if (p_.qh)
+      attn::backward_bf16(p_, in_[3].as<const float>(), o_st_, in_[4].as<const float>(), do_st_,
+                          lse_ ? lse_->data() : nullptr, out_.as<float>(), dk, dv);
+    else
+      attn::backward(p_, in_[3].as<const float>(), o_st_, in_[4].as<const float>(), do_st_,
+                     lse_ ? lse_->data() : nullptr, out_.as<float>(), dk, dv, cap_grads);
     after(g_, node_, p_);
   }
   std::string describe() const override {
