@@ -23,10 +23,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string_view>
 #include <vector>
 
 #include <stag/ops/attention/tiled.hpp>
 #include <stag/ops/attention/tiled_bf16.hpp>
+#include <stag/ops/cpu_kernel.hpp>
 #include <stag/ops/kernel.hpp>
 
 #if !defined(__x86_64__)
@@ -179,7 +181,12 @@ T* grown(std::vector<T>& v, i64 n) {
   return v.data();
 }
 
-std::atomic<bool> g_products{true};
+// On unless STAG_ATTENTION_BF16_PRODUCTS=0 (a user's way back to the widened f32 kernel, and
+// the benchmarks' way to compare both in whole models).
+std::atomic<bool> g_products{[] {
+  const char* e = std::getenv("STAG_ATTENTION_BF16_PRODUCTS");
+  return e == nullptr || std::string_view(e) != "0";
+}()};
 
 }  // namespace
 
@@ -215,13 +222,16 @@ void forward_bf16(const Problem& p, float* o, float* lse) {
   // k ("t" layout, for q k^T) and v ("pairs", for P v) of every key tile, packed once: every
   // query tile of the heads that share them reads them.
   const i64 kt_words = dkp / 2 * kTile, vn_words = kTile / 2 * dvp;
+  // They go to the calling thread's staging buffer (no other kernel runs on this thread until
+  // this one returns): a vector per call was zeroed and paged in anew each time.
   const i64 tiles = p.B * p.Hkv * nk;
-  std::vector<u32> packed(static_cast<std::size_t>(tiles * (kt_words + vn_words)));
+  u32* const packed = reinterpret_cast<u32*>(
+      thread_staging(static_cast<std::size_t>(tiles * (kt_words + vn_words))));
 #pragma omp parallel for schedule(static)
   for (i64 t = 0; t < tiles; ++t) {
     const i64 kt = t % nk, bh = t / nk, kvh = bh % p.Hkv, b = bh / p.Hkv;
     const i64 k0 = kt * kTile, cols = std::min<i64>(kTile, p.Sk - k0);
-    u32* dst = packed.data() + t * (kt_words + vn_words);
+    u32* dst = packed + t * (kt_words + vn_words);
     pack_t(p.kh + b * p.k_st[0] + kvh * p.k_st[1], p.k_st[2], k0, cols, p.Dk, dkp, dst);
     pack_pairs(p.vh + b * p.v_st[0] + kvh * p.v_st[1], p.v_st[2], k0, cols, p.Dv, dvp,
                dst + kt_words);
@@ -256,7 +266,7 @@ void forward_bf16(const Problem& p, float* o, float* lse) {
         const i64 k0 = kt * kTile, cols = std::min<i64>(kTile, p.Sk - k0);
         const int cls = tile_class(p, b, h, q0, q0 + rows, k0, k0 + cols);
         if (cls == 0) continue;
-        const u32* kp = packed.data() + ((b * p.Hkv + kvh) * nk + kt) * (kt_words + vn_words);
+        const u32* kp = packed + ((b * p.Hkv + kvh) * nk + kt) * (kt_words + vn_words);
         const int nv = nvec_of(cols);
         dot<false>(words(qa), dkp / 2, kp, kTile, dkp / 2, s, kTile, rows4, nv, p.scale);
         clear_tail(s, rows4, nv);

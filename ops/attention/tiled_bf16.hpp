@@ -20,8 +20,9 @@ namespace stag::attn {
 bool cpu_has_bf16_dot();
 
 // Whether the fused attention takes bf16 q, k and v with bf16 tile products: cpu_has_bf16_dot()
-// unless turned off by set_bf16_products(false), which makes new plans widen q, k and v to f32
-// and use tiled.hpp's f32 kernel (for comparisons: the tests and stag-bench-attn).
+// unless turned off, by the environment (STAG_ATTENTION_BF16_PRODUCTS=0) or by
+// set_bf16_products(false). Off, new plans widen q, k and v to f32 and run tiled.hpp's f32
+// kernel (for comparisons: the tests, stag-bench-attn, stag-bench's models).
 bool bf16_products();
 void set_bf16_products(bool on);
 
