@@ -33,6 +33,7 @@ using namespace stag;
 struct Options {
   std::string config = "all";  // all, peak, cls, tf, gpt
   std::string export_onnx;     // a folder: write <config>.onnx and its inputs, time nothing
+  std::string trace;           // a Chrome trace-event file of the first 20 runs
   std::string mode = "both";   // both, train, infer
   int threads = 2;             // TBB arena and own kernels
   int omp = 0;                 // OpenMP threads (oneDNN); 0: the same as threads
@@ -131,6 +132,7 @@ SessionOptions session_options(const Options& o) {
           .threads = o.threads,
           .schedule = o.schedule,
           .profile = o.profile > 0,
+          .trace = o.trace,
           .seed = 1,
           .memory_budget = static_cast<std::int64_t>(o.memory_budget_mib * 1048576.0)};
 }
@@ -225,6 +227,7 @@ void run_train(const Options& o, const std::string& config, const bench::BenchMo
     std::fprintf(stderr, "%s", rc.describe(s.plan().graph).c_str());
   }
   if (o.profile > 0) print_profile(o, s);
+  if (!o.trace.empty()) std::printf("bench.%s.trace: %s\n", config.c_str(), o.trace.c_str());
 }
 
 // All-reduce of f32 buffers from 4 KiB to 64 MiB: median time, and the bus bandwidth of a ring
@@ -287,6 +290,7 @@ void run_infer(const Options& o, const std::string& config, const bench::BenchMo
         "MiB");
   print(o, config, "infer_rss_peak_mib", rss_peak_mib(), "MiB");
   if (o.profile > 0) print_profile(o, s);
+  if (!o.trace.empty()) std::printf("bench.%s.trace: %s\n", config.c_str(), o.trace.c_str());
 }
 
 // The oneDNN matmul of 2048 x 2048 by 2048 x 2048 outside stag: what the machine can do.
@@ -365,6 +369,10 @@ constexpr const char* kUsage = R"(usage: stag-bench [options]
                                  time nothing
   --in-backward                  cls, tf, gpt: the training step updates each parameter as
                                  soon as its gradient is final (AdamW{.in_backward = true})
+  --trace FILE                   one model --config and --mode train or infer: write a Chrome
+                                 trace-event timeline (Perfetto, chrome://tracing) of the
+                                 first 20 runs, warmup included (SessionOptions::trace); the
+                                 traced runs launch their nodes one by one
 )";
 
 Options parse(int argc, char** argv, std::vector<std::string>& passthrough) {
@@ -420,6 +428,8 @@ Options parse(int argc, char** argv, std::vector<std::string>& passthrough) {
       o.in_backward = true;
     else if (a == "--export-onnx")
       o.export_onnx = value();
+    else if (a == "--trace")
+      o.trace = value();
     else
       throw Error("stag-bench: unknown argument '" + a + "' (try --help)");
     if (a == "--tf32" || a == "--in-backward" || a == "--no-cuda-graphs")
@@ -472,6 +482,11 @@ int main(int argc, char** argv) try {
           "stag-bench: under mpirun, time one --config with --mode train (each rank "
           "would start its own child processes otherwise)");
   }
+  if (!o.trace.empty() && (o.config == "all" || o.config == "peak" || o.config == "allreduce" ||
+                           o.mode == "both" || !o.export_onnx.empty()))
+    throw Error(
+        "stag-bench: --trace needs one model --config (cls, tf, gpt, ...) and --mode train or "
+        "infer: one run's timeline per file");
   if (!o.export_onnx.empty() && (o.config == "all" || o.config == "peak"))
     throw Error("stag-bench: --export-onnx needs one model --config (cls, tf, gpt)");
   if (o.config == "all" || (o.mode == "both" && o.export_onnx.empty())) {

@@ -90,7 +90,7 @@ Session::Session(const GraphView& g, SessionOptions opts) : g_(g), opts_(std::mo
   plan_opts_.in_place = opts_.in_place;
   plan_opts_.fuse = opts_.fuse;
   plan_opts_.profile = opts_.profile;
-  if (!opts_.trace.empty()) trace_ = std::make_unique<TraceRecorder>();
+  if (!opts_.trace.empty()) trace_ = TraceRecorder::for_path(opts_.trace);
   plan_opts_.arena = [this](std::size_t bytes) { return arena_for(bytes); };
   if (g_.result >= 0) plan_opts_.keep.push_back(g_.result);
   for (const OutputEntry& o : g_.outputs) plan_opts_.keep.push_back(o.node);
@@ -276,12 +276,9 @@ void Session::run(const StepOptions& step) {
   state_.row_offset = step.row_offset;
   state_.rows = step.rows;
   if (device_) mirrors().epoch.fetch_add(1);  // after the step the device holds newer values
-  plan_opts_.trace = !opts_.trace.empty() && trace_->steps() < opts_.trace_steps;
+  plan_opts_.trace = trace_ && trace_->wants(opts_.trace_steps);
   current_->execute(plan_opts_);
-  if (plan_opts_.trace) {
-    trace_->add_step(*current_, step.step);
-    trace_->write(opts_.trace);
-  }
+  if (plan_opts_.trace) trace_->record(*current_, step.step, opts_.trace);
 }
 
 const Plan& Session::plan() const {

@@ -35,7 +35,8 @@ struct SessionOptions {
   // A Chrome trace-event JSON file (open it in Perfetto or chrome://tracing): the first
   // `trace_steps` runs as a timeline, one lane per worker thread, every node with its op,
   // shape, bytes, estimated GFLOP/s and kernel (runtime/trace.hpp). Rewritten after each
-  // traced run, so it is complete whenever the program stops. Empty: no trace.
+  // traced run, so it is complete whenever the program stops. Sessions of one process with the
+  // same path write one timeline, their runs counted together. Empty: no trace.
   std::string trace = {};
   int trace_steps = 20;
   std::uint64_t seed = 0;              // parameter initialisation and dropout
@@ -143,7 +144,7 @@ class Session {
   NamedArrays dev_params_;  // device copies of params_ (Array::wrap), by name
   mutable std::uint64_t pulled_epoch_ = 0;
   PlanOptions plan_opts_;
-  std::unique_ptr<TraceRecorder> trace_;  // SessionOptions::trace
+  std::shared_ptr<TraceRecorder> trace_;  // SessionOptions::trace (shared by path)
   CpuContext ctx_;
   RunState state_;
   NamedArrays params_;

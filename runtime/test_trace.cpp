@@ -55,6 +55,7 @@ TEST_CASE("a trace holds every node of every traced step with its op, shape, byt
       CHECK(!e["name"].get<std::string>().empty());
       const auto& a = e["args"];
       ++per_step[a["step"].get<std::uint64_t>()];
+      CHECK(a["run"].get<int>() == a["step"].get<int>() - 1);  // the runs traced before it
       CHECK(a["op"] == e["cat"]);
       CHECK(a["shape"].get<std::string>().find(" f32") != std::string::npos);
       CHECK(a["bytes"].get<double>() > 0);
@@ -120,5 +121,45 @@ TEST_CASE("the parallel schedule runs two independent nodes at the same time", "
   for (const auto& e : j["traceEvents"])
     if (e["ph"] == "X") lanes.insert(e["tid"].get<int>());
   CHECK(lanes.size() == 2);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("sessions tracing to one path write one timeline and count their runs together",
+          "[trace]") {
+  // The Trainer's way: its step, micro-batch and update sessions share the path. Each session
+  // alone would rewrite the file with its own events only, and trace trace_steps runs each.
+  constexpr auto single = model([](Builder& g) {
+    auto x = input<"x", Shape<1024, 256>>(g);
+    return sum<0, 1>(matmul(x, param<Shape<256, 64>>(g / "c", "weight")));
+  });
+  const std::string path = temp_path("stag_trace_shared");
+  {
+    const SessionOptions so{.threads = 1, .trace = path, .trace_steps = 3, .seed = 1};
+    Session a(branches, so), b(single, so);
+    const Array x = th::random_array(DType::f32, {1024, 256}, 3);
+    a.set_input("x", x);
+    b.set_input("x", x);
+    for (int step = 1; step <= 4; ++step)
+      (step % 2 ? a : b).run({.step = static_cast<std::uint64_t>(step)});
+    const nlohmann::json j = read_json(path);
+    std::map<std::uint64_t, std::set<std::string>> names;     // per step
+    std::map<std::uint64_t, std::pair<double, double>> span;  // first start, last end per step
+    for (const auto& e : j["traceEvents"]) {
+      if (e["ph"] != "X") continue;
+      const auto step = e["args"]["step"].get<std::uint64_t>();
+      names[step].insert(e["name"].get<std::string>());
+      const double t0 = e["ts"].get<double>(), t1 = t0 + e["dur"].get<double>();
+      auto [it, fresh] = span.try_emplace(step, t0, t1);
+      if (!fresh) it->second = {std::min(it->second.first, t0), std::max(it->second.second, t1)};
+    }
+    // Runs 1 and 3 of `branches`, run 2 of `single`; run 4 is past trace_steps = 3.
+    REQUIRE(names.size() == 3);
+    CHECK(names[1] == names[3]);
+    CHECK(names[1] != names[2]);
+    CHECK(names.count(4) == 0);
+    // One clock: the runs follow one another on the timeline.
+    CHECK(span[1].second <= span[2].first + 1e-3);
+    CHECK(span[2].second <= span[3].first + 1e-3);
+  }
   std::filesystem::remove(path);
 }

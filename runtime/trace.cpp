@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 
 #include <stag/ops/registry.hpp>
 #include <stag/runtime/trace.hpp>
@@ -79,7 +80,37 @@ std::int64_t estimated_flops(const GraphView& g, const Plan& p, int n) {
   }
 }
 
+std::shared_ptr<TraceRecorder> TraceRecorder::for_path(const std::string& path) {
+  static std::mutex mu;
+  static std::map<std::string, std::weak_ptr<TraceRecorder>> recorders;
+  const std::lock_guard<std::mutex> lock(mu);
+  std::weak_ptr<TraceRecorder>& w = recorders[path];
+  std::shared_ptr<TraceRecorder> r = w.lock();
+  if (!r) {
+    r = std::make_shared<TraceRecorder>();
+    w = r;
+  }
+  return r;
+}
+
+bool TraceRecorder::wants(int limit) const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  return steps_ < limit;
+}
+
+int TraceRecorder::steps() const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  return steps_;
+}
+
+void TraceRecorder::record(const Plan& p, std::uint64_t step, const std::string& path) {
+  const std::lock_guard<std::mutex> lock(file_mu_);  // one writer of the file at a time
+  add_step(p, step);
+  write(path);
+}
+
 void TraceRecorder::add_step(const Plan& p, std::uint64_t step) {
+  const std::lock_guard<std::mutex> lock(mu_);
   const double base_us = std::chrono::duration<double, std::micro>(p.traced_at - origin_).count();
   const GraphView& g = p.graph;
   char buf[160];
@@ -94,7 +125,7 @@ void TraceRecorder::add_step(const Plan& p, std::uint64_t step) {
     std::snprintf(buf, sizeof buf, ",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f",
                   s.lane, base_us + static_cast<double>(s.start_ns) * 1e-3, dur_us);
     e += buf;
-    e += ",\"args\":{\"step\":" + std::to_string(step) +
+    e += ",\"args\":{\"run\":" + std::to_string(steps_) + ",\"step\":" + std::to_string(step) +
          ",\"op\":" + quoted(op_name(g.node(n).op)) + ",\"shape\":" + quoted(dims_text(np.view));
     std::snprintf(buf, sizeof buf, ",\"bytes\":%.0f,\"gflop\":%.6g,\"gflop_per_s\":%.6g", bytes,
                   gflop, dur_us > 0 ? gflop / (dur_us * 1e-6) : 0.0);
@@ -107,6 +138,7 @@ void TraceRecorder::add_step(const Plan& p, std::uint64_t step) {
 }
 
 std::string TraceRecorder::json() const {
+  const std::lock_guard<std::mutex> lock(mu_);
   std::string s = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   s += "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"stag\"}}";
   for (int lane = 0; lane <= max_lane_; ++lane)

@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include <stag/runtime/plan.hpp>
@@ -18,12 +20,22 @@ namespace stag {
 // normalising ops, one per element otherwise.
 std::int64_t estimated_flops(const GraphView& g, const Plan& p, int n);
 
+// One timeline. Sessions of a process that trace to the same path share one (for_path): the
+// Trainer's training, micro-batch and update sessions write one file, on one clock, their
+// runs counted together against trace_steps. Safe to use from several threads.
 class TraceRecorder {
  public:
+  // The recorder of `path`, made at the first request and shared while any holder lives.
+  static std::shared_ptr<TraceRecorder> for_path(const std::string& path);
   // The events of the plan's last traced step (Plan::spans), placed on the timeline at the
-  // time that step began.
+  // time that step began. Each event's args hold `run` (the recorder's count of traced runs
+  // before it, which tells the runs of several sessions apart) and the run's `step`.
   void add_step(const Plan& p, std::uint64_t step);
-  int steps() const { return steps_; }
+  // Whether the next run should be traced (fewer than `limit` runs recorded).
+  bool wants(int limit) const;
+  // add_step, then write(path), as one step of the shared timeline.
+  void record(const Plan& p, std::uint64_t step, const std::string& path);
+  int steps() const;
   // {"traceEvents": [...], "displayTimeUnit": "ms"}, with a thread_name event per lane.
   std::string json() const;
   // Writes json() to `path` (through a temporary file renamed over it); a stag::Error naming
@@ -31,6 +43,8 @@ class TraceRecorder {
   void write(const std::string& path) const;
 
  private:
+  mutable std::mutex mu_;  // the events and counts
+  std::mutex file_mu_;     // record(): the file's writer
   std::chrono::steady_clock::time_point origin_ = std::chrono::steady_clock::now();
   std::string events_;  // comma-separated event objects
   int max_lane_ = -1;

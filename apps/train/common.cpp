@@ -4,8 +4,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include <stag/runtime/viz/render.hpp>
 
@@ -65,6 +68,7 @@ TrainerOptions trainer_options(const RunContext& ctx, std::int64_t total_steps, 
   t.session.device = run_device(o);
   t.session.seed = o.seed;
   t.session.memory_budget = static_cast<std::int64_t>(o.memory_budget_mib * 1048576.0);
+  t.session.trace = o.trace;
   t.lr = make_lr_schedule(o, total_steps, d_model);
   t.optimizer = OptimizerSettings{.beta1 = o.beta1,
                                   .beta2 = o.beta2,
@@ -191,7 +195,32 @@ void require_above_chance(const RunContext& ctx, const std::string& metric, doub
                  ctx.metrics);
 }
 
+// --trace: what the file holds, read back from it (node events, traced runs, worker lanes).
+void report_trace(const std::string& path) {
+  if (path.empty()) return;
+  std::ifstream in(path);
+  if (!in) {
+    print_result("trace", "none written (no training step ran)");
+    return;
+  }
+  const nlohmann::json j = nlohmann::json::parse(in);
+  std::set<std::uint64_t> runs;
+  std::set<int> lanes;
+  std::int64_t events = 0;
+  for (const auto& e : j.at("traceEvents")) {
+    if (e.at("ph") != "X") continue;
+    ++events;
+    runs.insert(e.at("args").at("run").get<std::uint64_t>());
+    lanes.insert(e.at("tid").get<int>());
+  }
+  print_result("trace", path);
+  print_result("trace_events", static_cast<double>(events));
+  print_result("trace_runs", static_cast<double>(runs.size()));
+  print_result("trace_lanes", static_cast<double>(lanes.size()));
+}
+
 void export_weights(const RunContext& ctx, const Trainer& trainer) {
+  report_trace(ctx.opt.trace);
   if (ctx.opt.export_bf16.empty()) return;
   trainer.save_weights(ctx.opt.export_bf16, DType::bf16);
   print_result("export_bf16", ctx.opt.export_bf16);

@@ -110,7 +110,9 @@ FitOptions fit_options(const RunContext& ctx, const std::string& best_metric,
 // Optimizer steps in `epochs` epochs of `batches_per_epoch` micro-batches (or --max-steps).
 std::int64_t planned_steps(const RunOptions& o, std::size_t batches_per_epoch);
 
-// --export-bf16 PATH: the trainer's current weights as bf16 (a `export_bf16: PATH` line).
+// --export-bf16 PATH: the trainer's current weights as bf16 (a `export_bf16: PATH` line); and
+// --trace PATH: what the trace holds, read back from the file (trace_events, trace_runs and
+// trace_lanes lines).
 void export_weights(const RunContext& ctx, const Trainer& trainer);
 
 // --fail-at-chance: thrown when the trained model does no better than a baseline that learns

@@ -63,6 +63,7 @@ RunOptions defaults_for(Task task) {
   o.fail_at_chance = false;
   o.init_hf = "";
   o.export_hf = "";
+  o.trace = "";
   o.out = std::string("runs/") + task_name(task);
   switch (task) {
     case Task::classify:
@@ -229,6 +230,12 @@ const char* help_for(const std::string& field) {
        "folder here: config.json, model.safetensors under transformers' names (BF16 when the "
        "source said bfloat16, else F32) and the tokenizer; with --eval-only --resume CKPT, "
        "that checkpoint's weights"},
+      {"trace",
+       "Write a Chrome trace-event timeline (open it in Perfetto or chrome://tracing) of the "
+       "first 20 runs of the training step's graphs to this JSON file: one lane per worker "
+       "thread, every node with its op, shape, bytes, estimated GFLOP/s and kernel. It is "
+       "rewritten after each traced run; those steps run their nodes one by one and a little "
+       "slower"},
       {"fail_at_chance",
        "Exit with an error (status 3) when the trained model does no better than chance on the "
        "test split: classify's accuracy within 2 points of the majority class's, lm's bits per "
@@ -335,6 +342,14 @@ void validate(const RunOptions& o, Task task) {
       fail("precision", "--init-hf fine-tunes in f32 (the presets' bf16 graphs are not compiled)");
     if (o.tokenizer != defaults_for(Task::lm).tokenizer)
       fail("tokenizer", "--init-hf encodes with the model folder's own tokenizer");
+  }
+  if (!o.trace.empty()) {
+    // Its folder must exist, or be --out's (which the run creates).
+    const std::filesystem::path dir = std::filesystem::path(o.trace).parent_path();
+    std::error_code ec, e1, e2;
+    if (!dir.empty() && !std::filesystem::is_directory(dir, ec) &&
+        std::filesystem::weakly_canonical(dir, e1) != std::filesystem::weakly_canonical(o.out, e2))
+      fail("trace", "the folder '" + dir.string() + "' does not exist");
   }
   if (o.beam < 1 || o.beam > 64) fail("beam", "must be between 1 and 64");
   if (!std::isfinite(o.length_penalty) || o.length_penalty < 0)

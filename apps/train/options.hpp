@@ -79,6 +79,7 @@ struct OutputOptions {
        dump_logits),  // classify: write 16 validation texts' logits as JSON (for tools/)
       (std::string, export_bf16),  // also write the final weights as bf16 here (no optimizer state)
       (std::string, export_hf),    // lm --init-hf: write the fine-tuned model as a HF folder here
+      (std::string, trace),        // a Chrome trace-event timeline of the first training steps
       (bool, fail_at_chance)       // exit with an error when the model does no better than chance
   );
 };

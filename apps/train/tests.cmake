@@ -63,6 +63,17 @@ stag_add_checked_test(NAME stag_train.lm_memory_budget_too_small EXIT error
   MATCH "memory budget of 1.0 MiB \\(1048576 bytes\\) cannot be met: the smallest arena found recomputes [0-9]+ values and needs"
   COMMAND ${train} lm ${quick} --limit 300 --max-steps 4 --batch-size 4 --max-len 32
     --memory-budget-mib 1 --out ${smoke}/lm_budget_small)
+# --trace: the timeline of the training step's graphs, read back from the file by stag-train: 4
+# steps of 2 micro-batches are 12 runs (2 of the gradient graph and 1 of the update each), with
+# every node of each; a folder that does not exist is refused before anything runs.
+stag_add_checked_test(NAME stag_train.lm_trace
+  MATCH "trace: [^\n]*/lm_trace/trace\\.json\ntrace_events: [0-9]+\ntrace_runs: 12\ntrace_lanes: 1"
+  VALUES "trace_events >= 1200"
+  COMMAND ${train} lm ${quick} --limit 300 --max-steps 4 --batch-size 4 --max-len 32 --eval-limit 16
+    --test-limit 16 --accumulation 2 --out ${smoke}/lm_trace --trace ${smoke}/lm_trace/trace.json)
+stag_add_checked_test(NAME stag_train.trace_bad_folder EXIT error
+  MATCH "--trace: the folder '/nonexistent-stag-folder' does not exist"
+  COMMAND ${train} lm --trace /nonexistent-stag-folder/t.json)
 # --device cuda_interpret: the training and evaluation steps through the CUDA backend, its kernels
 # run on the CPU (slowly: 4 tiny steps take about 30 s); the checkpoint then goes on on the CPU.
 set(device_run ${quick} --limit 100 --batch-size 2 --max-len 8 --eval-limit 2 --test-limit 4

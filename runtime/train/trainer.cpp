@@ -185,6 +185,7 @@ Session& Trainer::eval_session() {
     so.gradient_sync = nullptr;
     so.shared_params = step_session_->params();
     so.memory_budget = 0;  // the budget is the training step's: a forward pass has no backward
+    so.trace.clear();      // the trace is the training steps' timeline
     eval_session_ = std::make_unique<Session>(graphs_.model, so);
   }
   return *eval_session_;

@@ -115,7 +115,9 @@ struct NonFiniteLoss : Error {
 };
 
 struct TrainerOptions {
-  SessionOptions session = {};  // threads, seed (init, dropout, shuffles), init overrides
+  // threads, seed (init, dropout, shuffles), init overrides; `trace`: one timeline of the
+  // training steps' sessions (the step, micro-batch and update graphs), not of evaluations.
+  SessionOptions session = {};
   LrSchedule lr = LrSchedule::constant(1e-3);
   std::optional<OptimizerSettings> optimizer = {};  // default: the graphs' (Opt's) values
   NonFinitePolicy on_nonfinite = NonFinitePolicy::stop;
