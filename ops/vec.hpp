@@ -20,7 +20,7 @@ namespace stag::vec {
 // 2^n through the exponent bits. Relative error about 2e-7 on [-87, 88].
 // NOTE: inputs below -87.3 flush to 0 and above 88.7 saturate to FLT_MAX (no inf), and NaN
 // is not propagated (callers that need it check separately).
-// Its pieces, shared with the vector-typed version in ops/attention/tiled.hpp (exp_v): the
+// Its pieces, shared with the vector-typed version in ops/attention/tile_math.hpp (exp_v): the
 // clamp, ln 2 split into an exact high part and a low correction, and exp(r) on the reduced
 // argument (T is float or a GCC vector of floats).
 inline constexpr float kExpMin = -87.3f, kExpMax = 88.7f, kLog2e = 1.44269504088896341f;

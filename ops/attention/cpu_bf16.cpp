@@ -1,8 +1,9 @@
-// The fused attention's bf16 tile products (tiled_bf16.hpp). The loops are tiled.hpp's; the
-// products go through dot() below, whose operand layouts suit vdpbf16ps: it adds to each of 16
-// f32 lanes the products of a pair of bf16 values, so an operand B is stored as 32-bit words,
-// each the pair of B's elements (2x, n) and (2x + 1, n) along the summed axis, and an operand A
-// is broadcast one 32-bit word (A's elements (m, 2x) and (m, 2x + 1)) at a time:
+// The fused attention's bf16 tile products (tiled_bf16.hpp). The loops are tiled.hpp's, with
+// tile_math.hpp's softmax, masks and dropout; the products go through dot() below, whose
+// operand layouts suit vdpbf16ps: it adds to each of 16 f32 lanes the products of a pair of
+// bf16 values, so an operand B is stored as 32-bit words, each the pair of B's elements
+// (2x, n) and (2x + 1, n) along the summed axis, and an operand A is broadcast one 32-bit
+// word (A's elements (m, 2x) and (m, 2x + 1)) at a time:
 //   A "rows":   bf16 rows, the pair is two neighbours in a row (q, dO, P, dS as stored);
 //   B "t":      word x of row n at [x][n]: a row-major matrix's pairs, transposed (k and v for
 //               q k^T and dO v^T);
@@ -26,7 +27,7 @@
 #include <string_view>
 #include <vector>
 
-#include <stag/ops/attention/tiled.hpp>
+#include <stag/ops/attention/tile_math.hpp>
 #include <stag/ops/attention/tiled_bf16.hpp>
 #include <stag/ops/cpu_kernel.hpp>
 #include <stag/ops/kernel.hpp>

@@ -35,7 +35,9 @@
 
 namespace stag::attn {
 
-inline constexpr int kModTile = 64;     // the tile width the tile functions assume
+// Rows of a query tile and of a key tile: the kernels' tiles (tiled.hpp, tiled_bf16.hpp) and
+// the tiles the score_mod / mask_mod tile functions below are called on.
+inline constexpr int kTile = 64;
 inline constexpr int kMaxCaptures = 2;  // tensors captured by score_mod and mask_mod together
 inline constexpr int kMaxLoads = 4;     // reads of float captures per score, with gradients
 inline constexpr int kMaxCaptureRank = 4;
@@ -412,7 +414,7 @@ struct ModsImpl<SF, CapList<SC...>, MF, CapList<MC...>> {
                          std::int64_t rows, std::int64_t k0, std::int64_t cols, float* s) {
     const auto caps = score_caps<float, 0>(run, nullptr, std::make_index_sequence<ns>{});
     for (std::int64_t r = 0; r < rows; ++r) {
-      float* row = s + r * kModTile;
+      float* row = s + r * kTile;
       for (std::int64_t j = 0; j < cols; ++j)
         row[j] = eval_score<float, 0>(caps, Dual<float, 0>{row[j]}, b, h, q0 + r, k0 + j).v;
     }
@@ -426,7 +428,7 @@ struct ModsImpl<SF, CapList<SC...>, MF, CapList<MC...>> {
         score_caps<float, N>(run, N > 1 ? &tape : nullptr, std::make_index_sequence<ns>{});
     for (std::int64_t r = 0; r < rows; ++r)
       for (std::int64_t j = 0; j < cols; ++j) {
-        const std::int64_t e = r * kModTile + j;
+        const std::int64_t e = r * kTile + j;
         const float g = ds[e];
         if (g == 0.f) continue;
         tape.n = 0;
@@ -447,7 +449,7 @@ struct ModsImpl<SF, CapList<SC...>, MF, CapList<MC...>> {
       for (std::int64_t j = 0; j < cols; ++j) {
         const bool k = eval_mask(caps, b, h, q0 + r, k0 + j);
         kept += k;
-        if (s != nullptr && !k) s[r * kModTile + j] = -std::numeric_limits<float>::infinity();
+        if (s != nullptr && !k) s[r * kTile + j] = -std::numeric_limits<float>::infinity();
       }
     return kept;
   }

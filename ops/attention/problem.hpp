@@ -8,8 +8,6 @@
 
 namespace stag::attn {
 
-inline constexpr int kTile = 64;  // rows of a query tile and of a key tile
-
 // The built-in masks (attrs i[0] of the attention op). Query q sits at key position
 // q + (Sk - Sq), as in causal_mask<Sq, Sk>: with a KV cache the queries are the last positions.
 enum class MaskKind : std::int8_t { none = 0, causal = 1, sliding_window = 2 };
