@@ -138,6 +138,10 @@ struct Recompute {
   std::string describe(const GraphView& g) const;
 };
 
+namespace detail {
+struct PlanBuilder;
+}  // namespace detail
+
 class Plan {
  public:
   Plan();  // out of line: Flow is complete only in runtime/cpu/execute.cpp
@@ -175,8 +179,7 @@ class Plan {
   const DevicePlanState* device_state() const { return device_state_.get(); }
 
  private:
-  friend std::unique_ptr<Plan> build_plan(const GraphView&, const Bindings&, const NamedArrays&,
-                                          CpuContext&, const RunState&, const PlanOptions&);
+  friend struct detail::PlanBuilder;  // build_plan's steps (plan.cpp)
   // The TBB flow graph of Schedule::parallel (runtime/cpu/execute.cpp).
   void build_flow(int threads);
   std::byte* arena_ = nullptr;
