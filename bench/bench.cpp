@@ -25,6 +25,7 @@
 #include "bench_models.hpp"
 
 #include <stag/runtime/onnx/export.hpp>
+#include <stag/runtime/trace.hpp>
 #include <stag/stag.hpp>
 
 namespace {
@@ -123,6 +124,15 @@ void print_profile(const Options& o, const Session& s) {
   for (std::size_t i = 0; i < rows.size() && i < static_cast<std::size_t>(o.profile); ++i)
     std::printf("  %8.3f  %s\n", rows[i].first, rows[i].second.c_str());
   std::printf("slowest nodes:\n%s", s.profile_report(o.profile).c_str());
+}
+
+// --trace: the file and what it holds, read back from it.
+void print_trace(const std::string& config, const std::string& path) {
+  const TraceSummary t = read_trace_summary(path);
+  std::printf("bench.%s.trace: %s\n", config.c_str(), path.c_str());
+  std::printf("bench.%s.trace_events: %lld\n", config.c_str(), static_cast<long long>(t.events));
+  std::printf("bench.%s.trace_runs: %lld\n", config.c_str(), static_cast<long long>(t.runs));
+  std::printf("bench.%s.trace_lanes: %lld\n", config.c_str(), static_cast<long long>(t.lanes));
 }
 
 SessionOptions session_options(const Options& o) {
@@ -227,7 +237,7 @@ void run_train(const Options& o, const std::string& config, const bench::BenchMo
     std::fprintf(stderr, "%s", rc.describe(s.plan().graph).c_str());
   }
   if (o.profile > 0) print_profile(o, s);
-  if (!o.trace.empty()) std::printf("bench.%s.trace: %s\n", config.c_str(), o.trace.c_str());
+  if (!o.trace.empty()) print_trace(config, o.trace);
 }
 
 // All-reduce of f32 buffers from 4 KiB to 64 MiB: median time, and the bus bandwidth of a ring
@@ -290,7 +300,7 @@ void run_infer(const Options& o, const std::string& config, const bench::BenchMo
         "MiB");
   print(o, config, "infer_rss_peak_mib", rss_peak_mib(), "MiB");
   if (o.profile > 0) print_profile(o, s);
-  if (!o.trace.empty()) std::printf("bench.%s.trace: %s\n", config.c_str(), o.trace.c_str());
+  if (!o.trace.empty()) print_trace(config, o.trace);
 }
 
 // The oneDNN matmul of 2048 x 2048 by 2048 x 2048 outside stag: what the machine can do.

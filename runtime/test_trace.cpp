@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <stag/runtime/trace.hpp>
+
 #include "harness.hpp"
 
 namespace {
@@ -75,6 +77,11 @@ TEST_CASE("a trace holds every node of every traced step with its op, shape, byt
     // Every node that ran, in each of the trace_steps = 2 steps; the third is not in the file.
     const int ran = static_cast<int>(s.plan().order.size());
     CHECK(per_step == std::map<std::uint64_t, int>{{1, ran}, {2, ran}});
+    // What stag-train and stag-bench print, read back the same way.
+    const TraceSummary t = read_trace_summary(path);
+    CHECK(t.events == 2 * ran);
+    CHECK(t.runs == 2);
+    CHECK(t.lanes == 1);
   }
   std::filesystem::remove(path);
 }
@@ -83,6 +90,15 @@ TEST_CASE("a trace in a folder that does not exist is an error naming it", "[tra
   Session s(branches, {.threads = 1, .trace = "/nonexistent-folder/t.json", .seed = 1});
   s.set_input("x", th::random_array(DType::f32, {1024, 256}, 3));
   CHECK_THROWS_WITH(s.run(), Catch::Contains("trace /nonexistent-folder/t.json: cannot write"));
+}
+
+TEST_CASE("reading back a file that is not a trace is an error naming it", "[trace]") {
+  const std::string path = temp_path("stag_not_a_trace");
+  std::ofstream(path) << "{\"events\": []}";
+  CHECK_THROWS_WITH(read_trace_summary(path),
+                    Catch::Contains("trace " + path + ": not a trace-event file"));
+  std::filesystem::remove(path);
+  CHECK_THROWS_WITH(read_trace_summary(path), Catch::Contains("trace " + path + ": cannot open"));
 }
 
 TEST_CASE("the parallel schedule runs two independent nodes at the same time", "[trace]") {

@@ -5,6 +5,9 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
 
 #include <stag/ops/registry.hpp>
 #include <stag/runtime/trace.hpp>
@@ -16,7 +19,7 @@ namespace {
 constexpr auto idx = [](int i) { return static_cast<std::size_t>(i); };
 
 // A JSON string literal of s (quotes, backslashes and control characters escaped).
-std::string quoted(std::string_view s) {
+std::string json_quoted(std::string_view s) {
   std::string out = "\"";
   for (const char c : s) {
     if (c == '"' || c == '\\') {
@@ -121,16 +124,18 @@ void TraceRecorder::add_step(const Plan& p, std::uint64_t step) {
     const double dur_us = static_cast<double>(s.end_ns - s.start_ns) * 1e-3;
     const double gflop = static_cast<double>(estimated_flops(g, p, n)) * 1e-9;
     const auto bytes = static_cast<double>(np.view.numel()) * dtype_size(np.view.dtype);
-    std::string e = "{\"name\":" + quoted(g.name(n)) + ",\"cat\":" + quoted(op_name(g.node(n).op));
+    std::string e =
+        "{\"name\":" + json_quoted(g.name(n)) + ",\"cat\":" + json_quoted(op_name(g.node(n).op));
     std::snprintf(buf, sizeof buf, ",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f",
                   s.lane, base_us + static_cast<double>(s.start_ns) * 1e-3, dur_us);
     e += buf;
     e += ",\"args\":{\"run\":" + std::to_string(steps_) + ",\"step\":" + std::to_string(step) +
-         ",\"op\":" + quoted(op_name(g.node(n).op)) + ",\"shape\":" + quoted(dims_text(np.view));
+         ",\"op\":" + json_quoted(op_name(g.node(n).op)) +
+         ",\"shape\":" + json_quoted(dims_text(np.view));
     std::snprintf(buf, sizeof buf, ",\"bytes\":%.0f,\"gflop\":%.6g,\"gflop_per_s\":%.6g", bytes,
                   gflop, dur_us > 0 ? gflop / (dur_us * 1e-6) : 0.0);
     e += buf;
-    e += ",\"kernel\":" + quoted(np.kernel ? np.kernel->describe() : np.kernel_name) + "}}";
+    e += ",\"kernel\":" + json_quoted(np.kernel ? np.kernel->describe() : np.kernel_name) + "}}";
     events_ += (events_.empty() ? "" : ",\n") + e;
     max_lane_ = std::max(max_lane_, s.lane);
   }
@@ -146,6 +151,28 @@ std::string TraceRecorder::json() const {
          ",\"args\":{\"name\":\"worker " + std::to_string(lane) + "\"}}";
   if (!events_.empty()) s += ",\n" + events_;
   return s + "\n]}\n";
+}
+
+TraceSummary read_trace_summary(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("stag: trace " + path + ": cannot open it");
+  TraceSummary t;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(in);
+    std::set<std::uint64_t> runs;
+    std::set<int> lanes;
+    for (const auto& e : j.at("traceEvents")) {
+      if (e.at("ph") != "X") continue;
+      ++t.events;
+      runs.insert(e.at("args").at("run").get<std::uint64_t>());
+      lanes.insert(e.at("tid").get<int>());
+    }
+    t.runs = static_cast<std::int64_t>(runs.size());
+    t.lanes = static_cast<std::int64_t>(lanes.size());
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("stag: trace " + path + ": not a trace-event file stag wrote (" + e.what() + ")");
+  }
+  return t;
 }
 
 void TraceRecorder::write(const std::string& path) const {

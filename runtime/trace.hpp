@@ -20,6 +20,14 @@ namespace stag {
 // normalising ops, one per element otherwise.
 std::int64_t estimated_flops(const GraphView& g, const Plan& p, int n);
 
+// What a trace file holds, read back: node events, traced runs (their `run` indices) and
+// worker lanes. stag-train and stag-bench print it after a traced run. A stag::Error naming the
+// path when the file cannot be read or is not a trace.
+struct TraceSummary {
+  std::int64_t events = 0, runs = 0, lanes = 0;
+};
+TraceSummary read_trace_summary(const std::string& path);
+
 // One timeline. Sessions of a process that trace to the same path share one (for_path): the
 // Trainer's training, micro-batch and update sessions write one file, on one clock, their
 // runs counted together against trace_steps. Safe to use from several threads.

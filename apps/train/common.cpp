@@ -4,12 +4,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <set>
 
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
-
+#include <stag/runtime/trace.hpp>
 #include <stag/runtime/viz/render.hpp>
 
 #include "common.hpp"
@@ -198,25 +196,15 @@ void require_above_chance(const RunContext& ctx, const std::string& metric, doub
 // --trace: what the file holds, read back from it (node events, traced runs, worker lanes).
 void report_trace(const std::string& path) {
   if (path.empty()) return;
-  std::ifstream in(path);
-  if (!in) {
+  if (!std::filesystem::exists(path)) {
     print_result("trace", "none written (no training step ran)");
     return;
   }
-  const nlohmann::json j = nlohmann::json::parse(in);
-  std::set<std::uint64_t> runs;
-  std::set<int> lanes;
-  std::int64_t events = 0;
-  for (const auto& e : j.at("traceEvents")) {
-    if (e.at("ph") != "X") continue;
-    ++events;
-    runs.insert(e.at("args").at("run").get<std::uint64_t>());
-    lanes.insert(e.at("tid").get<int>());
-  }
+  const TraceSummary t = read_trace_summary(path);
   print_result("trace", path);
-  print_result("trace_events", static_cast<double>(events));
-  print_result("trace_runs", static_cast<double>(runs.size()));
-  print_result("trace_lanes", static_cast<double>(lanes.size()));
+  print_result("trace_events", static_cast<double>(t.events));
+  print_result("trace_runs", static_cast<double>(t.runs));
+  print_result("trace_lanes", static_cast<double>(t.lanes));
 }
 
 void export_weights(const RunContext& ctx, const Trainer& trainer) {
