@@ -231,6 +231,7 @@ int main(int argc, char** argv) {
     print(tag + ".op_causal.share_of_peak", attn_flops(s, causal_fraction) / ct / 1e9 / peak32,
           "x");
     // bf16 q, k and v: the bf16 tile products (where the CPU has them), then widened to f32.
+    const bool setting = attn::set_bf16_products(true);
     for (const bool products : {true, false}) {
       if (products && !bf16_dot) continue;
       attn::set_bf16_products(products);
@@ -242,7 +243,7 @@ int main(int argc, char** argv) {
       if (peak16 > 0) print(name + ".share_of_bf16_peak", gf / peak16, "x");
       (void)bp16;
     }
-    attn::set_bf16_products(true);
+    attn::set_bf16_products(setting);
     const auto [wt, wp] = time_session(window_train, op_in, threads, steps);
     print(tag + ".op_window256.step_ms", 1e3 * wt, "ms");
     print(tag + ".op_window256.plan_peak_mib", wp, "MiB");

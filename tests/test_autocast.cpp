@@ -282,10 +282,11 @@ static_assert(attention_inputs(small, f32) == 3 && attention_inputs(small16, bf1
 static_assert(views_of_casts(small16) == 3);
 constexpr auto small_grad16 = grad<small16>();
 
-// Sets attn::set_bf16_products for the life of a scope.
+// Sets attn::set_bf16_products for the life of a scope, then puts back what was there.
 struct Bf16Products {
-  explicit Bf16Products(bool on) { attn::set_bf16_products(on); }
-  ~Bf16Products() { attn::set_bf16_products(true); }
+  explicit Bf16Products(bool on) : before(attn::set_bf16_products(on)) {}
+  ~Bf16Products() { attn::set_bf16_products(before); }
+  bool before;
 };
 
 // How many of a session's attention kernels (forward and backward) are the own tiled kernels

@@ -209,8 +209,8 @@ bool cpu_has_bf16_dot() {
 bool bf16_products() {
   return g_products.load() && cpu_has_bf16_dot();
 }
-void set_bf16_products(bool on) {
-  g_products.store(on);
+bool set_bf16_products(bool on) {
+  return g_products.exchange(on);
 }
 
 void forward_bf16(const Problem& p, float* o, float* lse) {
@@ -272,28 +272,7 @@ void forward_bf16(const Problem& p, float* o, float* lse) {
         dot<false>(words(qa), dkp / 2, kp, kTile, dkp / 2, s, kTile, rows4, nv, p.scale);
         clear_tail(s, rows4, nv);
         mask_scores(p, cls, b, h, q0, rows, k0, cols, s);
-        for (i64 r = 0; r < rows; ++r) {
-          float* row = s + r * kTile;
-          const float mn = std::max(m[r], row_max(row));
-          if (mn == ninf) {  // nothing kept so far in this row
-            std::fill(row, row + kTile, 0.f);
-            continue;
-          }
-          const float alpha = m[r] == ninf ? 0.f : vec::exp_approx(m[r] - mn);
-          l[r] = l[r] * alpha + exp_row(row, mn);
-          m[r] = mn;
-          float* a = acc + r * dvp;
-#pragma omp simd
-          for (i64 x = 0; x < dvp; ++x) a[x] *= alpha;
-          if (p.dropout) {
-            float z[kTile];
-            dropout_row(p, static_cast<std::uint64_t>(((b * p.Hq + h) * p.Sq + q0 + r) * p.Sk + k0),
-                        z);
-#pragma omp simd
-            for (int j = 0; j < kTile; ++j) row[j] *= z[j];
-          }
-        }
-        for (i64 r = rows; r < rows4; ++r) std::fill(s + r * kTile, s + (r + 1) * kTile, 0.f);
+        online_softmax_tile(p, b, h, q0, k0, rows, s, m, l, acc, dvp);
         rows_to_bf16(s, pb, rows4);
         // Keys past `cols` have P = 0 and zero rows of v.
         dot<true>(words(pb), kTile / 2, kp + kt_words, dvp, (cols + 1) / 2, acc, dvp, rows4,
@@ -336,7 +315,7 @@ void backward_bf16(const Problem& p, const float* o, const std::int64_t* o_st, c
         dsp(kTile / 2 * kTile);
     std::vector<float> dof(static_cast<std::size_t>(kTile * dvp)), s(kTile * kTile),
         dp(kTile * kTile), dmod(kTile * kTile), dqa(static_cast<std::size_t>(kTile * dkp));
-    float lse[kTile], di[kTile], z[kTile];
+    float lse[kTile], di[kTile];
 #pragma omp for schedule(dynamic)
     for (i64 it = 0; it < items; ++it) {
       const i64 kvh = it % p.Hkv, b = it / p.Hkv;
@@ -389,14 +368,7 @@ void backward_bf16(const Problem& p, const float* o, const std::int64_t* o_st, c
                          s.data(), kTile, rows4, nv, p.scale);
               clear_tail(s.data(), rows4, nv);
               mask_scores(p, cls, b, h, q0, rows, k0, cols, s.data());
-              for (i64 r = 0; r < rows; ++r) {
-                const float* row = s.data() + r * kTile;
-                const float mn = std::max(m[r], row_max(row));
-                if (mn == ninf) continue;
-                const float sum = exp_row<false>(row, mn);
-                l[r] = (m[r] == ninf ? 0.f : l[r] * vec::exp_approx(m[r] - mn)) + sum;
-                m[r] = mn;
-              }
+              row_statistics_tile(rows, s.data(), m, l);
             }
             for (i64 r = 0; r < rows; ++r) lse[r] = l[r] > 0.f ? m[r] + std::log(l[r]) : ninf;
           }
@@ -416,33 +388,8 @@ void backward_bf16(const Problem& p, const float* o, const std::int64_t* o_st, c
             dot<false>(words(doa.data()), dvp / 2, t + kt_words + kn_words, kTile, dvp / 2, dpp,
                        kTile, rows4, nv);
             clear_tail(dpp, rows4, nv);
-            for (i64 r = 0; r < kTile; ++r) {
-              float* srow = sp + r * kTile;
-              float* dprow = dpp + r * kTile;
-              if (r >= rows || lse[r] == ninf) {
-                std::fill(srow, srow + kTile, 0.f);
-                std::fill(dprow, dprow + kTile, 0.f);
-                continue;
-              }
-              exp_row(srow, lse[r]);
-              if (p.dropout)
-                dropout_row(
-                    p, static_cast<std::uint64_t>(((b * p.Hq + h) * p.Sq + q0 + r) * p.Sk + k0), z);
-              else
-                std::fill(z, z + kTile, 1.f);
-              const float d = di[r];
-#pragma omp simd
-              for (int j = 0; j < kTile; ++j) {
-                const float pj = srow[j];
-                dprow[j] = pj * (dprow[j] * z[j] - d);  // dS
-                srow[j] = pj * z[j];                    // dropped P, for dV
-              }
-              if (capped) {
-                const float* dm = dmod.data() + r * kTile;
-#pragma omp simd
-                for (int j = 0; j < kTile; ++j) dprow[j] *= dm[j];
-              }
-            }
+            softmax_backward_tile(p, b, h, q0, k0, rows, lse, di, capped ? dmod.data() : nullptr,
+                                  sp, dpp);
             // dV^T += dO^T P, dK^T += q^T dS (both scaled at the end), dq += dS k. Rows past
             // `rows` of P and dS are 0, and so are their pairs.
             pairs_to_bf16(sp, pp.data(), rows);

@@ -297,4 +297,87 @@ inline float row_max(const float* __restrict x) {
   return r;
 }
 
+// The forward pass's online softmax over one tile of scaled, masked scores `s` (rows of 64):
+// each row's running maximum m and sum l move on, its accumulator row (of `acc`, row stride
+// acc_ld) is rescaled, and the row becomes its unnormalised probabilities (after dropout).
+// Rows [rows, round_up(rows, 4)) are zeroed, for the micro-kernels' blocks of 4.
+inline void online_softmax_tile(const Problem& p, std::int64_t b, std::int64_t h, std::int64_t q0,
+                                std::int64_t k0, std::int64_t rows, float* s, float* m, float* l,
+                                float* acc, std::int64_t acc_ld) {
+  constexpr float ninf = -std::numeric_limits<float>::infinity();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* row = s + r * kTile;
+    const float mn = std::max(m[r], row_max(row));
+    if (mn == ninf) {  // nothing kept so far in this row
+      std::fill(row, row + kTile, 0.f);
+      continue;
+    }
+    const float alpha = m[r] == ninf ? 0.f : vec::exp_approx(m[r] - mn);
+    l[r] = l[r] * alpha + exp_row(row, mn);
+    m[r] = mn;
+    float* a = acc + r * acc_ld;
+#pragma omp simd
+    for (std::int64_t x = 0; x < acc_ld; ++x) a[x] *= alpha;
+    if (p.dropout) {
+      float z[kTile];
+      dropout_row(p, static_cast<std::uint64_t>(((b * p.Hq + h) * p.Sq + q0 + r) * p.Sk + k0), z);
+#pragma omp simd
+      for (int j = 0; j < kTile; ++j) row[j] *= z[j];
+    }
+  }
+  for (std::int64_t r = rows; r < (rows + 3) / 4 * 4; ++r)
+    std::fill(s + r * kTile, s + (r + 1) * kTile, 0.f);
+}
+
+// The backward pass's recomputation of the row statistics (no saved log-sum-exp): the running
+// maximum m and sum l of each row move on over one tile of scaled, masked scores.
+inline void row_statistics_tile(std::int64_t rows, const float* s, float* m, float* l) {
+  constexpr float ninf = -std::numeric_limits<float>::infinity();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* row = s + r * kTile;
+    const float mn = std::max(m[r], row_max(row));
+    if (mn == ninf) continue;
+    const float sum = exp_row<false>(row, mn);
+    l[r] = (m[r] == ninf ? 0.f : l[r] * vec::exp_approx(m[r] - mn)) + sum;
+    m[r] = mn;
+  }
+}
+
+// The backward pass over one tile: from the scaled, masked scores `s` and dP = dO v^T in `dp`,
+// with each row's log-sum-exp and D = o . dO, `s` becomes P after dropout (for dV) and `dp`
+// becomes dS = P (z dP - D), times d(capped score)/d(score) where `dmod` is given (soft-capping).
+// All 64 rows are written: rows past `rows` or without probabilities are zeros.
+inline void softmax_backward_tile(const Problem& p, std::int64_t b, std::int64_t h, std::int64_t q0,
+                                  std::int64_t k0, std::int64_t rows, const float* lse,
+                                  const float* di, const float* dmod, float* s, float* dp) {
+  constexpr float ninf = -std::numeric_limits<float>::infinity();
+  float z[kTile];
+  for (std::int64_t r = 0; r < kTile; ++r) {
+    float* srow = s + r * kTile;
+    float* dprow = dp + r * kTile;
+    if (r >= rows || lse[r] == ninf) {
+      std::fill(srow, srow + kTile, 0.f);
+      std::fill(dprow, dprow + kTile, 0.f);
+      continue;
+    }
+    exp_row(srow, lse[r]);
+    if (p.dropout)
+      dropout_row(p, static_cast<std::uint64_t>(((b * p.Hq + h) * p.Sq + q0 + r) * p.Sk + k0), z);
+    else
+      std::fill(z, z + kTile, 1.f);
+    const float d = di[r];
+#pragma omp simd
+    for (int j = 0; j < kTile; ++j) {
+      const float pj = srow[j];
+      dprow[j] = pj * (dprow[j] * z[j] - d);  // dS
+      srow[j] = pj * z[j];                    // dropped P, for dV
+    }
+    if (dmod != nullptr) {
+      const float* dm = dmod + r * kTile;
+#pragma omp simd
+      for (int j = 0; j < kTile; ++j) dprow[j] *= dm[j];
+    }
+  }
+}
+
 }  // namespace stag::attn::detail

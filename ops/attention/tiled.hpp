@@ -103,31 +103,7 @@ inline void forward(const Problem& p, float* o, float* lse) {
         float* s = w.s.data();
         gemm_nt(w.qp.data(), dkp, w.kt.data(), p.Dk, s, rows4, cols);
         mask_scores(p, cls, b, h, q0, rows, k0, cols, s);
-        for (std::int64_t r = 0; r < rows; ++r) {
-          float* row = s + r * kTile;
-          const float mx = row_max(row);
-          const float mn = std::max(m[r], mx);
-          if (mn == ninf) {  // nothing kept so far in this row
-            std::fill(row, row + kTile, 0.f);
-            continue;
-          }
-          const float alpha = m[r] == ninf ? 0.f : vec::exp_approx(m[r] - mn);
-          const float sum = exp_row(row, mn);
-          l[r] = l[r] * alpha + sum;
-          m[r] = mn;
-          float* a = w.acc.data() + r * dvp;
-#pragma omp simd
-          for (std::int64_t x = 0; x < dvp; ++x) a[x] *= alpha;
-          if (p.dropout) {
-            float z[kTile];
-            dropout_row(p, static_cast<std::uint64_t>(((b * p.Hq + h) * p.Sq + q0 + r) * p.Sk + k0),
-                        z);
-#pragma omp simd
-            for (int j = 0; j < kTile; ++j) row[j] *= z[j];
-          }
-        }
-        for (std::int64_t r = rows; r < rows4; ++r)
-          std::fill(s + r * kTile, s + (r + 1) * kTile, 0.f);
+        online_softmax_tile(p, b, h, q0, k0, rows, s, m, l, w.acc.data(), dvp);
         // Keys past `cols` have P = 0 and zero rows of V: they add nothing.
         gemm_nn(s, kTile, w.vp.data(), dvp, cols, w.acc.data(), rows4);
       }
@@ -181,7 +157,7 @@ inline void backward(const Problem& p, const float* o, const std::int64_t* o_st,
     w.ensure(dkp, dvp, p.Dk, p.Dv);
     std::vector<float> dk_acc(static_cast<std::size_t>(skp * dkp)),
         dv_acc(static_cast<std::size_t>(skp * dvp));
-    float lse[kTile], di[kTile], z[kTile * kTile];
+    float lse[kTile], di[kTile];
 #pragma omp for schedule(dynamic)
     for (std::int64_t it = 0; it < items; ++it) {
       const std::int64_t kvh = it % p.Hkv, b = it / p.Hkv;
@@ -224,14 +200,7 @@ inline void backward(const Problem& p, const float* o, const std::int64_t* o_st,
               pack_cols(kb, p.k_st[2], k0, cols, p.Dk, w.kt.data());
               gemm_nt(w.qp.data(), dkp, w.kt.data(), p.Dk, w.s.data(), rows4, cols);
               mask_scores(p, cls, b, h, q0, rows, k0, cols, w.s.data());
-              for (std::int64_t r = 0; r < rows; ++r) {
-                const float* row = w.s.data() + r * kTile;
-                const float mn = std::max(m[r], row_max(row));
-                if (mn == ninf) continue;
-                const float sum = exp_row<false>(row, mn);
-                l[r] = (m[r] == ninf ? 0.f : l[r] * vec::exp_approx(m[r] - mn)) + sum;
-                m[r] = mn;
-              }
+              row_statistics_tile(rows, w.s.data(), m, l);
             }
             for (std::int64_t r = 0; r < rows; ++r)
               lse[r] = l[r] > 0.f ? m[r] + std::log(l[r]) : ninf;
@@ -251,38 +220,8 @@ inline void backward(const Problem& p, const float* o, const std::int64_t* o_st,
             const bool capped = p.score_mod == ScoreMod::softcap;
             mask_scores(p, cls, b, h, q0, rows, k0, cols, s, capped ? w.dmod.data() : nullptr);
             gemm_nt(w.dop.data(), dvp, w.vt.data(), p.Dv, dp, rows4, cols);
-            for (std::int64_t r = 0; r < kTile; ++r) {
-              float* srow = s + r * kTile;
-              float* dprow = dp + r * kTile;
-              float* zr = z + r * kTile;
-              if (r >= rows || lse[r] == ninf) {
-                std::fill(srow, srow + kTile, 0.f);
-                std::fill(dprow, dprow + kTile, 0.f);
-                std::fill(zr, zr + kTile, 0.f);
-                continue;
-              }
-              const float lr = lse[r];
-              exp_row(srow, lr);
-              if (p.dropout) {
-                dropout_row(
-                    p, static_cast<std::uint64_t>(((b * p.Hq + h) * p.Sq + q0 + r) * p.Sk + k0),
-                    zr);
-              } else {
-                std::fill(zr, zr + kTile, 1.f);
-              }
-              const float d = di[r];
-#pragma omp simd
-              for (int j = 0; j < kTile; ++j) {
-                const float pj = srow[j];
-                dprow[j] = pj * (dprow[j] * zr[j] - d);  // dS
-                srow[j] = pj * zr[j];                    // dropped P, for dV
-              }
-              if (capped) {
-                const float* dm = w.dmod.data() + r * kTile;
-#pragma omp simd
-                for (int j = 0; j < kTile; ++j) dprow[j] *= dm[j];
-              }
-            }
+            softmax_backward_tile(p, b, h, q0, k0, rows, lse, di, capped ? w.dmod.data() : nullptr,
+                                  s, dp);
             // Through score_mod: dS of the raw score, and its captured tensors' gradients.
             if (user_score) grad_tile(p.run, b, h, q0, rows, k0, cols, w.raw.data(), dp, cg);
             // dV += P^T dO, dK += dS^T Q (scaled at the end), dQ += dS K.

@@ -24,7 +24,7 @@ bool cpu_has_bf16_dot();
 // set_bf16_products(false). Off, new plans widen q, k and v to f32 and run tiled.hpp's f32
 // kernel (for comparisons: the tests, stag-bench-attn, stag-bench's models).
 bool bf16_products();
-void set_bf16_products(bool on);
+bool set_bf16_products(bool on);  // returns the setting it replaces
 
 // As forward() and backward() in tiled.hpp, reading p.qh, p.kh and p.vh. No user score_mod or
 // mask_mod and no cache positions (bf16 inputs with those run the reference kernel).
