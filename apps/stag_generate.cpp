@@ -5,7 +5,8 @@
 // line of stdin (or --prompt, --prompt-file) through stag::Translator, greedy or beam search.
 // With --hf it runs a Hugging Face model folder (models/hf.hpp: GPT-2 / Llama / Qwen2 configs
 // that match a compiled-in preset) with the folder's tokeniser.
-// To add an option, add a flag here and a field in GenerateOptions.
+// To add an option, add a flag here and a field in GenerateOptions. The program's main is
+// stag_generate_main.cpp; a program with its own model sizes calls generate_main with them.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,8 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+
+#include "generate_main.hpp"
 
 #include <stag/models/generator.hpp>
 #include <stag/models/hf.hpp>
@@ -126,7 +129,7 @@ int translate(const std::string& checkpoint, const std::vector<std::string>& lin
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int stag::generate_main(int argc, char** argv, std::span<const LmPreset> extra_presets) {
   // NOTE: OpenMP threads that spin while they wait (libgomp's default) slow every step down on
   // a busy machine, and a chunked prefill, which runs more steps, the most: measured with one
   // core busy, a 972-token prefill took 1.15x longer in chunks of 64 than in one pass while
@@ -171,7 +174,9 @@ int main(int argc, char** argv) {
                  "where the model's steps run: cpu, cuda (the GPU backend), or cuda_interpret "
                  "(its kernels on the CPU, slowly: a check without a GPU)")
       ->check(CLI::IsMember({"cpu", "cuda", "cuda_interpret"}));
-  app.add_option("--tokenizer", tokenizer, "tokeniser JSON, when the checkpoint does not name one");
+  app.add_option("--tokenizer", tokenizer,
+                 "tokeniser: a JSON file (stag's, or a Hugging Face tokenizer.json) or a model "
+                 "folder; overrides the one the checkpoint names");
   app.add_option("--max-len", max_len, "positions in the key/value cache (0: prompt + new tokens)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--prefill-chunk", o.prefill_chunk,
@@ -205,8 +210,11 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
 
+  // The presets a checkpoint or a folder may have: the program's own, then the library's.
+  std::vector<stag::LmPreset> presets(extra_presets.begin(), extra_presets.end());
+  presets.insert(presets.end(), stag::lm_presets().begin(), stag::lm_presets().end());
   if (list) {
-    for (const stag::LmPreset& p : stag::lm_presets())
+    for (const stag::LmPreset& p : presets)
       std::printf("%-12s %s\n             %s\n", std::string(p.name).c_str(),
                   std::string(p.what).c_str(), stag::lm_config_text(*p.config).c_str());
     return 0;
@@ -255,11 +263,12 @@ int main(int argc, char** argv) {
     go.max_len = max_len;
     go.tokenizer_path = tokenizer;
     go.allow_nonfinite = allow_nonfinite;
+    go.presets = extra_presets;
     go.schedule = schedule == "parallel" ? stag::Schedule::parallel : stag::Schedule::sequential;
     const auto t_load = std::chrono::steady_clock::now();
     const std::unique_ptr<stag::Generator> made =
         hf_folder.empty() ? std::make_unique<stag::Generator>(checkpoint, go)
-                          : stag::hf::generator(hf_folder, go);
+                          : stag::hf::generator(hf_folder, go, presets);
     stag::Generator& gen = *made;
     const double load_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();

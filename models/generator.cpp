@@ -14,6 +14,7 @@
 
 #include <stag/models/data/text.hpp>
 #include <stag/models/generator.hpp>
+#include <stag/models/hf.hpp>
 
 namespace stag {
 namespace {
@@ -37,6 +38,63 @@ TextTokenizer tokenizer_from(const nlohmann::json& v, const std::filesystem::pat
   }
   throw Error("stag: " + where + ": \"tokenizer\" must be a tokeniser object or a path, got " +
               v.dump());
+}
+
+// A checkpoint fine-tuned from a Hugging Face folder: config "tokenizer" is {"kind": "hf",
+// "folder", "bos_id", "eos_id", "add_bos"} (hf::checkpoint_tokenizer_json). The tokeniser comes
+// from `override_path` or the folder; the ids from the object (checkpoints written before
+// it held them: from the folder's config.json).
+struct HfCheckpointText {
+  TextTokenizer tokenizer;
+  std::int32_t bos_id = -1, eos_id = -1;
+  bool add_bos = false;
+};
+
+HfCheckpointText hf_checkpoint_text(const std::string& checkpoint, const nlohmann::json& ref,
+                                    const std::string& override_path, std::int32_t vocab) {
+  namespace fs = std::filesystem;
+  const std::string where = "stag: checkpoint " + checkpoint;
+  if (!ref.contains("folder") || !ref["folder"].is_string())
+    throw Error(where + ": its config's tokenizer " + ref.dump() + " names no \"folder\"");
+  fs::path folder = ref["folder"].get<std::string>();
+  if (folder.is_relative()) folder = fs::path(checkpoint).parent_path() / folder;
+  const bool ids_recorded = ref.contains("eos_id") && ref.contains("bos_id");
+  const bool need_folder = override_path.empty() || !ids_recorded;
+  std::optional<hf::FolderText> text;
+  if (need_folder) {
+    if (!fs::is_directory(folder))
+      throw Error(where + " was fine-tuned from the Hugging Face folder " + folder.string() +
+                  ", which is not there any more: its tokeniser" +
+                  (ids_recorded ? " comes" : " and <bos> / <eos> ids come") +
+                  " from it (give the folder, or its tokenizer.json, as the tokeniser: "
+                  "stag-generate --tokenizer, GeneratorOptions::tokenizer_path)");
+    text = hf::folder_text(folder, vocab);
+  }
+  if (override_path.empty() && !text->tokenizer)
+    throw Error(where + ": the folder it was fine-tuned from, " + folder.string() +
+                ", has no tokeniser (no tokenizer.json, and no vocab.json with merges.txt)");
+  HfCheckpointText out{.tokenizer = override_path.empty()
+                                        ? TextTokenizer(std::move(*text->tokenizer))
+                                        : TextTokenizer::load(override_path)};
+  if (ids_recorded) {
+    const auto id = [&](const char* key) -> std::int32_t {
+      const nlohmann::json& v = ref[key];
+      if (v.is_null()) return -1;
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() >= vocab)
+        throw Error(where + ": its config's tokenizer." + key + " " + v.dump() +
+                    " is not an id of the model's vocabulary [0, " + std::to_string(vocab) + ")");
+      return v.get<std::int32_t>();
+    };
+    out.bos_id = id("bos_id");
+    out.eos_id = id("eos_id");
+    out.add_bos =
+        ref.contains("add_bos") && ref["add_bos"].is_boolean() && ref["add_bos"].get<bool>();
+  } else {
+    out.bos_id = text->bos_id;
+    out.eos_id = text->eos_id;
+    out.add_bos = text->add_bos;
+  }
+  return out;
 }
 
 }  // namespace
@@ -66,7 +124,13 @@ TextTokenizer TextTokenizer::from_json(std::string_view json) {
 
 TextTokenizer TextTokenizer::load(const std::string& path) {
   try {
-    return from_json(data::read_file(path, "tokeniser", ""));
+    if (std::filesystem::is_directory(path)) return TextTokenizer(data::HfTokenizer::load(path));
+    const std::string text = data::read_file(path, "tokeniser", "");
+    // A Hugging Face tokenizer.json: {"model": {...}, ...} with no stag "type".
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && !j.contains("type") && j.contains("model") && j["model"].is_object())
+      return TextTokenizer(data::HfTokenizer::from_tokenizer_json(path));
+    return from_json(text);
   } catch (const Error& e) {
     throw Error(std::string(e.what()) + " (in " + path + ")");
   }
@@ -123,7 +187,7 @@ Generator::Generator(const std::string& checkpoint, GeneratorOptions opts)
       throw Error("stag: checkpoint " + checkpoint + ": " + e.what());
     }
   }();
-  preset_ = &require_lm_preset(config);
+  preset_ = &require_lm_preset(config, opts_.presets);
   // The model's parameters, created by a throwaway store of the graph's parameter nodes.
   const GraphView& g = preset_->decode;
   Bindings b;
@@ -136,12 +200,25 @@ Generator::Generator(const std::string& checkpoint, GeneratorOptions opts)
   info_ = load_checkpoint(
       checkpoint, weights_,
       {.allow_missing = false, .allow_unexpected = true, .allow_nonfinite = opts_.allow_nonfinite});
-  tokenizer_ =
-      checkpoint_tokenizer(checkpoint, info_.config_json, info_.state.extra, opts_.tokenizer_path);
   const nlohmann::json config_obj = nlohmann::json::parse(info_.config_json, nullptr, false);
-  if (config_obj.is_object() && config_obj.contains("add_bos") &&
-      config_obj["add_bos"].is_boolean())
-    add_bos_ = config_obj["add_bos"].get<bool>();
+  const bool from_hf = config_obj.is_object() && config_obj.contains("tokenizer") &&
+                       config_obj["tokenizer"].is_object() &&
+                       config_obj["tokenizer"].value("kind", "") == "hf";
+  if (from_hf) {
+    HfCheckpointText t = hf_checkpoint_text(checkpoint, config_obj["tokenizer"],
+                                            opts_.tokenizer_path, preset_->config->vocab);
+    tokenizer_.emplace(std::move(t.tokenizer));
+    opts_.bos_id = t.bos_id;
+    opts_.eos_id = t.eos_id;
+    opts_.first_token_id = 0;  // special ids are anywhere in a Hugging Face vocabulary
+    add_bos_ = t.add_bos;
+  } else {
+    tokenizer_ = checkpoint_tokenizer(checkpoint, info_.config_json, info_.state.extra,
+                                      opts_.tokenizer_path);
+    if (config_obj.is_object() && config_obj.contains("add_bos") &&
+        config_obj["add_bos"].is_boolean())
+      add_bos_ = config_obj["add_bos"].get<bool>();
+  }
   if (opts_.add_bos) add_bos_ = *opts_.add_bos;
   if (tokenizer_->vocab_size() > static_cast<std::size_t>(preset_->config->vocab))
     throw Error("stag: checkpoint " + checkpoint + ": the tokeniser has " +

@@ -47,7 +47,11 @@ class TextTokenizer {
 // Where a checkpoint's tokeniser is, in order: GeneratorOptions::tokenizer_path; the model
 // config's "tokenizer" member (a JSON object: the tokeniser itself; a string: a path, relative
 // to the checkpoint's folder); the metadata key "extra.tokenizer" (the same two forms);
-// "tokenizer.json" next to the checkpoint. None of them: a stag::Error that says so.
+// "tokenizer.json" next to the checkpoint. None of them: a stag::Error that says so. (A
+// checkpoint fine-tuned from a Hugging Face folder names the folder instead, {"kind": "hf",
+// "folder": ...}: models/hf.hpp's checkpoint_tokenizer_json; Generator reads it.) A path is a
+// stag tokeniser's JSON, a Hugging Face tokenizer.json, or a model folder (its tokenizer.json,
+// or vocab.json and merges.txt).
 TextTokenizer checkpoint_tokenizer(const std::string& checkpoint, const std::string& config_json,
                                    const Metadata& extra, const std::string& override_path = {});
 
@@ -71,6 +75,9 @@ struct GeneratorOptions {
   // Whether prompts start with <bos> when GenerateOptions::add_bos is unset; unset: as the
   // checkpoint's config says ("add_bos", false when absent).
   std::optional<bool> add_bos = std::nullopt;
+  // Configs a checkpoint may have beyond lm_presets() (a program's own sizes, searched first;
+  // they must outlive the Generator).
+  std::span<const LmPreset> presets = {};
 };
 
 struct GenerateOptions {
@@ -113,7 +120,10 @@ Array select_all_positions(std::int64_t batch, std::int64_t chunk);
 class Generator {
  public:
   // From a checkpoint of language_model<C>. Optimizer state in it is ignored; a missing
-  // parameter or a wrong shape is a stag::Error naming the tensor.
+  // parameter or a wrong shape is a stag::Error naming the tensor. A checkpoint fine-tuned
+  // from a Hugging Face folder (stag-train lm --init-hf) encodes with the folder's tokeniser
+  // and takes the folder's <bos> / <eos> ids as the run recorded them (opts' are replaced, as
+  // hf::generator does, and first_token_id becomes 0; opts.add_bos, when set, still wins).
   Generator(const std::string& checkpoint, GeneratorOptions opts = {});
   // From parameters in memory (tests, programs that trained a model a moment ago).
   Generator(const LmPreset& preset, NamedArrays weights, std::optional<TextTokenizer> tokenizer,

@@ -568,35 +568,55 @@ std::optional<std::int32_t> template_bos(const fs::path& folder,
   return std::nullopt;
 }
 
-std::unique_ptr<Generator> generator(const fs::path& folder, GeneratorOptions go,
-                                     std::span<const LmPreset> presets, const LoadOptions& o) {
-  Model m = load(folder, presets, o);
-  std::optional<TextTokenizer> tokenizer;
-  std::optional<std::int32_t> bos = m.config.bos_id;
-  bool add_bos = false;
+FolderText folder_text(const fs::path& folder, std::int32_t vocab) {
+  const HfConfig c = read_config(folder);
+  FolderText t;
+  std::optional<std::int32_t> bos = c.bos_id;
   if (fs::exists(folder / "tokenizer.json") || fs::exists(folder / "vocab.json")) {
-    data::HfTokenizer t = data::HfTokenizer::load(folder);
-    if (t.vocab_size() > static_cast<std::size_t>(m.preset->config->vocab))
-      fail(folder, "the tokeniser has " + std::to_string(t.vocab_size()) +
-                       " ids but the model only " + std::to_string(m.preset->config->vocab));
-    if (const std::optional<std::int32_t> first = template_bos(folder, t)) {
-      add_bos = true;
+    data::HfTokenizer tok = data::HfTokenizer::load(folder);
+    if (tok.vocab_size() > static_cast<std::size_t>(vocab))
+      fail(folder, "the tokeniser has " + std::to_string(tok.vocab_size()) +
+                       " ids but the model only " + std::to_string(vocab));
+    if (const std::optional<std::int32_t> first = template_bos(folder, tok)) {
+      t.add_bos = true;
       bos = first;
     }
-    tokenizer.emplace(std::move(t));
+    t.tokenizer.emplace(std::move(tok));
   }
-  const std::int32_t vocab = m.preset->config->vocab;
   using NamedId = std::pair<const char*, std::optional<std::int32_t>>;
-  for (const auto& [what, id] :
-       {NamedId{"bos_token_id", bos}, NamedId{"eos_token_id", m.config.eos_id}})
+  for (const auto& [what, id] : {NamedId{"bos_token_id", bos}, NamedId{"eos_token_id", c.eos_id}})
     if (id && (*id < 0 || *id >= vocab))
       fail(folder / "config.json", std::string(what) + " " + std::to_string(*id) +
                                        " is outside the vocabulary [0, " + std::to_string(vocab) +
                                        ")");
-  go.bos_id = bos.value_or(-1);
-  go.eos_id = m.config.eos_id.value_or(-1);
-  go.add_bos = add_bos;
+  t.bos_id = bos.value_or(-1);
+  t.eos_id = c.eos_id.value_or(-1);
+  return t;
+}
+
+std::string checkpoint_tokenizer_json(const fs::path& folder, const FolderText& t) {
+  const auto id = [](std::int32_t v) {
+    return v >= 0 ? nlohmann::ordered_json(v) : nlohmann::ordered_json();
+  };
+  nlohmann::ordered_json j;
+  j["kind"] = "hf";
+  j["folder"] = fs::absolute(folder).lexically_normal().string();
+  j["bos_id"] = id(t.bos_id);
+  j["eos_id"] = id(t.eos_id);
+  j["add_bos"] = t.add_bos;
+  return j.dump();
+}
+
+std::unique_ptr<Generator> generator(const fs::path& folder, GeneratorOptions go,
+                                     std::span<const LmPreset> presets, const LoadOptions& o) {
+  Model m = load(folder, presets, o);
+  FolderText t = folder_text(folder, m.preset->config->vocab);
+  go.bos_id = t.bos_id;
+  go.eos_id = t.eos_id;
+  go.add_bos = t.add_bos;
   go.first_token_id = 0;  // any id may be generated: special ids are anywhere in the vocabulary
+  std::optional<TextTokenizer> tokenizer;
+  if (t.tokenizer) tokenizer.emplace(std::move(*t.tokenizer));
   return std::make_unique<Generator>(*m.preset, std::move(m.weights), std::move(tokenizer),
                                      std::move(go));
 }

@@ -91,6 +91,23 @@ Model load(const std::filesystem::path& folder, std::span<const LmPreset> preset
 std::optional<std::int32_t> template_bos(const std::filesystem::path& folder,
                                          const data::HfTokenizer& tokenizer);
 
+// What a model folder says about text: its tokeniser (tokenizer.json, or vocab.json +
+// merges.txt; none when it has neither), config.json's <bos> and <eos> ids (-1 where absent;
+// the template's first token is <bos> when tokenizer.json puts one before every text, and
+// add_bos says so). A tokeniser larger than `vocab` or an id outside it is a stag::Error.
+struct FolderText {
+  std::optional<data::HfTokenizer> tokenizer;
+  std::int32_t bos_id = -1, eos_id = -1;
+  bool add_bos = false;
+};
+FolderText folder_text(const std::filesystem::path& folder, std::int32_t vocab);
+
+// The "tokenizer" member a fine-tuning run writes in its checkpoints' config (stag-train lm
+// --init-hf), as JSON text: {"kind": "hf", "folder": absolute path, "bos_id", "eos_id": id
+// or null, "add_bos": bool}. Generator(checkpoint) reads it: the tokeniser from the folder (or
+// GeneratorOptions::tokenizer_path), the ids from the object.
+std::string checkpoint_tokenizer_json(const std::filesystem::path& folder, const FolderText& t);
+
 // A Generator for a model folder: load(folder), the folder's tokeniser when it has one
 // (tokenizer.json, or vocab.json + merges.txt; without one, generate from ids), config.json's
 // bos_token_id and eos_token_id (-1 where absent), and <bos> before prompts when the

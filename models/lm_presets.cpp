@@ -87,9 +87,13 @@ const LmPreset* find_lm_preset(std::string_view name) {
   return nullptr;
 }
 
-const LmPreset& require_lm_preset(const LmConfig& c) {
+const LmPreset& require_lm_preset(const LmConfig& c, std::span<const LmPreset> extra) {
+  for (const LmPreset& p : extra)
+    if (same_model(*p.config, c)) return p;
   if (const LmPreset* p = find_lm_preset(c)) return *p;
   std::string known;
+  for (const LmPreset& p : extra)
+    known += "\n  " + std::string(p.name) + ": " + lm_config_text(*p.config);
   for (const LmPreset& p : preset_table())
     known += "\n  " + std::string(p.name) + ": " + lm_config_text(*p.config);
   throw Error(

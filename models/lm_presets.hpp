@@ -109,8 +109,9 @@ std::span<const LmPreset> lm_presets();
 // with this name; nullptr when there is none.
 const LmPreset* find_lm_preset(const LmConfig& c);
 const LmPreset* find_lm_preset(std::string_view name);
-// A stag::Error naming the config and listing the presets when there is none.
-const LmPreset& require_lm_preset(const LmConfig& c);
+// The same, searching `extra` (a program's own sizes) before the compiled-in ones; a
+// stag::Error naming the config and listing the presets when there is none.
+const LmPreset& require_lm_preset(const LmConfig& c, std::span<const LmPreset> extra = {});
 
 // The config's fields as a JSON object, by reflection (BOOST_HANA_ADAPT_STRUCT in lm.hpp):
 // {"vocab":4096,"d_model":256,...,"arch":"llama",...}.

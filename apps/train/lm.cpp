@@ -328,8 +328,15 @@ int run_hf(RunContext& ctx) {
   o.model = std::string(m.preset->name);
   o.tokenizer = "hf";  // what print_model shows, and what --resume compares
   if (!o.resume.empty()) check_hf_resume(o.resume, folder, o);
-  auto tok = std::make_shared<const data::HfTokenizer>(data::HfTokenizer::load(folder));
-  const std::optional<std::int32_t> bos = hf::template_bos(folder, *tok), eos = m.config.eos_id;
+  hf::FolderText text = hf::folder_text(folder, c.vocab);
+  if (!text.tokenizer)
+    throw Error("stag-train lm: --init-hf " + folder.string() +
+                " has no tokeniser (no tokenizer.json, and no vocab.json with merges.txt)");
+  auto tok = std::make_shared<const data::HfTokenizer>(std::move(*text.tokenizer));
+  // <bos> before each document only where the tokeniser's template puts one before every text.
+  const std::optional<std::int32_t> bos =
+      text.add_bos ? std::optional<std::int32_t>(text.bos_id) : std::nullopt;
+  const std::optional<std::int32_t> eos = m.config.eos_id;
 
   LmData d{.split = lm_splits(o)};
   const auto encode = [&](const data::Corpus& corpus) {
@@ -355,7 +362,7 @@ int run_hf(RunContext& ctx) {
 
   nlohmann::ordered_json config = run_config(ctx, c);
   config["init_hf"] = fs::absolute(folder).string();
-  config["tokenizer"] = {{"kind", "hf"}, {"folder", fs::absolute(folder).string()}};
+  config["tokenizer"] = nlohmann::ordered_json::parse(hf::checkpoint_tokenizer_json(folder, text));
   const NamedArrays weights = std::move(m.weights);
   return train_lm(ctx, d, config,
                   {.net = trainable->net,

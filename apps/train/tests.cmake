@@ -173,6 +173,28 @@ stag_add_checked_test(NAME stag_train.lm_init_hf_gpt2_roundtrip
   VALUES "train_loss_last < train_loss_first"
   COMMAND sh ${STAG_TRAIN_DIR}/hf_roundtrip_test.sh ${train_hf} ${PROJECT_SOURCE_DIR}/tests/hf/gpt2
     ${smoke}/hf_gpt2 ${hf_run})
+# stag-generate with the same tiny presets (apps/generate_hf_fixtures_main.cpp): the folder
+# itself, with its tokenizer.json; and the GPT-2 run's checkpoint, which names its folder, gives
+# the greedy text of the folder the run exported (the checkpoint's tokeniser and <eos> are the
+# folder's).
+if(TARGET stag_generate_app)
+  add_executable(stag_generate_hf_fixtures ${PROJECT_SOURCE_DIR}/apps/generate_hf_fixtures_main.cpp)
+  target_link_libraries(stag_generate_hf_fixtures PRIVATE stag_generate_app)
+  target_include_directories(stag_generate_hf_fixtures PRIVATE ${PROJECT_SOURCE_DIR}/tests
+    ${PROJECT_SOURCE_DIR}/apps)
+  target_compile_options(stag_generate_hf_fixtures PRIVATE -Wall -Wextra)
+  set(generate_hf $<TARGET_FILE:stag_generate_hf_fixtures>)
+  stag_add_checked_test(NAME stag_generate.hf_folder
+    MATCH "^Once upon a time.*\n---\nmodel: tiny-llama \\(hugging-face tokeniser\\).*\nnew_tokens: 6 "
+    COMMAND ${generate_hf} --hf ${PROJECT_SOURCE_DIR}/tests/hf/llama --prompt "Once upon a time"
+      --max-new-tokens 6 --temperature 0 --ignore-eos --threads 1)
+  stag_add_checked_test(NAME stag_generate.hf_finetuned_checkpoint
+    DEPENDS stag_train.lm_init_hf_gpt2_roundtrip
+    MATCH "model: tiny-gpt2, beam 4\n1\t-[0-9.]+\tOnce upon a time.*\nthe exported folder gives the same"
+    COMMAND sh ${STAG_TRAIN_DIR}/hf_generate_test.sh ${generate_hf}
+      ${smoke}/hf_gpt2/tune/model.safetensors ${smoke}/hf_gpt2/hf --prompt "Once upon a time"
+      --beam 4 --n-best 4 --max-new-tokens 6 --threads 1)
+endif()
 stag_add_checked_test(NAME stag_train.lm_init_hf_no_tokenizer EXIT error
   MATCH "no tokenizer.json, and no vocab.json with merges.txt"
   COMMAND ${train_hf} lm ${hf_run} --init-hf ${PROJECT_SOURCE_DIR}/tests/hf/qwen2
