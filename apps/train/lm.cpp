@@ -325,6 +325,12 @@ int run_hf(RunContext& ctx) {
     throw Error("stag-train lm: --max-len " + std::to_string(o.max_len) + " is longer than the " +
                 std::to_string(c.max_positions) + " learned positions of " + folder.string() +
                 " (n_positions)");
+  const bool bf16 = o.precision == "bf16";
+  if (bf16 && trainable->graphs_bf16 == nullptr)
+    throw Error("stag-train lm: --precision bf16: the bf16 training graphs of preset '" +
+                std::string(m.preset->name) +
+                "' are not compiled into this program (HfTrainable::graphs_bf16, lm_hf.hpp); "
+                "use --precision f32");
   o.model = std::string(m.preset->name);
   o.tokenizer = "hf";  // what print_model shows, and what --resume compares
   if (!o.resume.empty()) check_hf_resume(o.resume, folder, o);
@@ -366,7 +372,7 @@ int run_hf(RunContext& ctx) {
   const NamedArrays weights = std::move(m.weights);
   return train_lm(ctx, d, config,
                   {.net = trainable->net,
-                   .graphs = trainable->graphs(),
+                   .graphs = bf16 ? trainable->graphs_bf16() : trainable->graphs(),
                    .d_model = c.d_model,
                    .tokenizer_vocab = tok->vocab_size(),
                    .init =
@@ -385,16 +391,16 @@ int run_hf(RunContext& ctx) {
                          NamedArrays tuned;  // the parameters, without the optimizer's moments
                          for (const auto& [name, value] : t.params())
                            if (weights.count(name)) tuned.emplace(name, value);
-                         const bool bf16 = m.config.torch_dtype == "bfloat16";
+                         const bool bf16_file = m.config.torch_dtype == "bfloat16";
                          hf::save(o.export_hf, c, tuned, tok.get(),
-                                  {.bf16 = bf16,
+                                  {.bf16 = bf16_file,
                                    .bos_id = m.config.bos_id,
                                    .eos_id = m.config.eos_id,
                                    .max_positions = m.config.max_positions > 0
                                                         ? m.config.max_positions
                                                         : hf::SaveOptions{}.max_positions});
                          print_result("export_hf", o.export_hf);
-                         print_result("export_hf_dtype", bf16 ? "BF16" : "F32");
+                         print_result("export_hf_dtype", bf16_file ? "BF16" : "F32");
                        }});
 }
 

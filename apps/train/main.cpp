@@ -9,9 +9,14 @@
 
 int main(int argc, char** argv) {
   using namespace stag::train_app;
-  // The Hugging Face presets --init-hf fine-tunes (their decode graphs are lm_presets()').
-  const HfTrainable hf[] = {hf_train_gpt2(), hf_train_smollm_135m(), hf_train_qwen25_05b(),
-                            hf_train_tinyllama_11b()};
+  // The Hugging Face presets --init-hf fine-tunes (their decode graphs are lm_presets()'), in
+  // f32 and bf16.
+  HfTrainable hf[] = {hf_train_gpt2(), hf_train_smollm_135m(), hf_train_qwen25_05b(),
+                      hf_train_tinyllama_11b()};
+  hf[0].graphs_bf16 = &hf_train_gpt2_bf16;
+  hf[1].graphs_bf16 = &hf_train_smollm_135m_bf16;
+  hf[2].graphs_bf16 = &hf_train_qwen25_05b_bf16;
+  hf[3].graphs_bf16 = &hf_train_tinyllama_11b_bf16;
   add_hf_trainables({}, hf);
   return train_main(argc, argv);
 }

@@ -338,8 +338,6 @@ void validate(const RunOptions& o, Task task) {
                             o.out + "/hf");
   }
   if (!o.init_hf.empty()) {
-    if (o.precision != "f32")
-      fail("precision", "--init-hf fine-tunes in f32 (the presets' bf16 graphs are not compiled)");
     if (o.tokenizer != defaults_for(Task::lm).tokenizer)
       fail("tokenizer", "--init-hf encodes with the model folder's own tokenizer");
   }

@@ -167,6 +167,18 @@ stag_add_checked_test(NAME stag_train.lm_init_hf_resume_other_folder DEPENDS sta
   EXIT error MATCH "fine-tuned .*tests/hf/llama, not --init-hf .*tests/hf/gpt2: pass --init-hf "
   COMMAND ${train_hf} lm ${hf_base} --max-steps 60 --init-hf ${PROJECT_SOURCE_DIR}/tests/hf/gpt2
     --out ${smoke}/hf_llama_other --resume ${smoke}/hf_llama/model.safetensors)
+# --precision bf16: the same run with autocast's training graphs (bf16 matmuls, f32 weights and
+# AdamW) learns as well; a preset whose bf16 graphs the program does not compile (the tests'
+# tiny-gpt2) is refused by name.
+stag_add_checked_test(NAME stag_train.lm_init_hf_llama_bf16
+  MATCH "preset tiny-llama .*, bf16 matmuls \\(f32 weights\\)\n.*pretrained_val_loss: "
+  VALUES "val_loss < pretrained_val_loss" ${learnt}
+  COMMAND ${train_hf} lm ${hf_run} --init-hf ${PROJECT_SOURCE_DIR}/tests/hf/llama --precision bf16
+    --out ${smoke}/hf_llama_bf16)
+stag_add_checked_test(NAME stag_train.lm_init_hf_bf16_not_compiled EXIT error
+  MATCH "--precision bf16: the bf16 training graphs of preset 'tiny-gpt2' are not compiled into this program"
+  COMMAND ${train_hf} lm ${hf_run} --init-hf ${PROJECT_SOURCE_DIR}/tests/hf/gpt2 --precision bf16
+    --out ${smoke}/hf_gpt2_bf16)
 # GPT-2 (F32): fine-tuned, exported, and the export evaluated alone gives the same figures.
 stag_add_checked_test(NAME stag_train.lm_init_hf_gpt2_roundtrip
   MATCH "val_loss: fine-tuned [0-9.]+, exported and loaded back [0-9.]+\n.*export_hf_dtype: F32"
