@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <stag/ops/attention/tiled_bf16.hpp>
 #include <stag/ops/cpu_kernel.hpp>
 #include <stag/runtime/cpu/omp_policy.hpp>
 #include <stag/runtime/dist/communicator.hpp>
@@ -80,6 +81,12 @@ int run(int argc, char** argv) {
       return 0;
     }
     validate(s.opt, s.task);
+    // --precision auto (lm --init-hf: once the folder's preset is known, lm.cpp); bf16 on the
+    // CPU only (the GPU backend's bf16 speed is not measured yet).
+    if (s.opt.init_hf.empty())
+      s.opt.precision =
+          resolve_precision(s.opt.precision, s.opt.device == "cpu" && attn::cpu_has_bf16_dot(),
+                            compiles_bf16(s.task, s.opt.model));
     if (const std::string note = omp_wait_policy_note(); !note.empty())
       std::fprintf(stderr, "stag-train: %s\n", note.c_str());
     if (s.opt.precision == "bf16" && !cpu_has_bf16_matmul())

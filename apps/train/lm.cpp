@@ -11,6 +11,7 @@
 #include <stag/models/data/text.hpp>
 #include <stag/models/hf.hpp>
 #include <stag/models/presets.hpp>
+#include <stag/ops/attention/tiled_bf16.hpp>
 
 #include <stag/models/eval/seq_metrics.hpp>
 
@@ -325,6 +326,8 @@ int run_hf(RunContext& ctx) {
     throw Error("stag-train lm: --max-len " + std::to_string(o.max_len) + " is longer than the " +
                 std::to_string(c.max_positions) + " learned positions of " + folder.string() +
                 " (n_positions)");
+  o.precision = resolve_precision(o.precision, o.device == "cpu" && attn::cpu_has_bf16_dot(),
+                                  trainable->graphs_bf16 != nullptr);
   const bool bf16 = o.precision == "bf16";
   if (bf16 && trainable->graphs_bf16 == nullptr)
     throw Error("stag-train lm: --precision bf16: the bf16 training graphs of preset '" +

@@ -10,6 +10,37 @@
 
 namespace stag::train_app {
 
+namespace {
+struct Bf16Preset {
+  Task task;
+  std::string_view model;
+};
+constexpr Bf16Preset kBf16Presets[] = {
+    {Task::classify, "pre"}, {Task::lm, "small"}, {Task::g2p, "small"}};
+}  // namespace
+
+bool compiles_bf16(Task task, std::string_view model) {
+  for (const Bf16Preset& p : kBf16Presets)
+    if (p.task == task && p.model == model) return true;
+  return false;
+}
+
+std::string bf16_presets_text() {
+  std::string t;
+  const std::size_t n = std::size(kBf16Presets);
+  for (std::size_t i = 0; i < n; ++i) {
+    t += i == 0 ? "" : (i + 1 == n ? " and " : ", ");
+    t += std::string(task_name(kBf16Presets[i].task)) + "'s '" +
+         std::string(kBf16Presets[i].model) + "'";
+  }
+  return t;
+}
+
+std::string resolve_precision(const std::string& asked, bool native_bf16, bool compiled) {
+  if (asked != "auto") return asked;
+  return native_bf16 && compiled ? "bf16" : "f32";
+}
+
 const char* task_name(Task t) {
   switch (t) {
     case Task::classify:
@@ -162,7 +193,9 @@ const char* help_for(const std::string& field) {
       {"precision",
        "f32, or bf16: every matmul reads bf16 operands and accumulates in f32 (stag::autocast; "
        "norms, softmax, losses, the optimizer and the checkpoint stay f32); compiled for the "
-       "presets classify pre, lm small and g2p small"},
+       "presets classify pre, lm small and g2p small, and lm --init-hf's; or auto: bf16 where "
+       "the CPU multiplies bf16 natively (AVX512-BF16, AMX) and the preset has it, else f32 "
+       "(what ./run.sh g2p passes)"},
       {"memory_budget_mib",
        "Keep the training step's arena (activations, gradients, temporaries; not the weights or "
        "optimizer state) within this many MiB by computing some forward values again in the "
@@ -285,7 +318,7 @@ void validate(const RunOptions& o, Task task) {
     one_of("tokenizer", o.tokenizer, {"char", "bpe"});
   one_of("lr-schedule", o.lr_schedule, {"constant", "linear", "cosine", "inverse_sqrt"});
   one_of("progress", o.progress, {"auto", "terminal", "plain", "off"});
-  one_of("precision", o.precision, {"f32", "bf16"});
+  one_of("precision", o.precision, {"f32", "bf16", "auto"});
   one_of("device", o.device, {"cpu", "cuda", "cuda_interpret"});
   if (o.max_len < 2) fail("max-len", "must be at least 2");
   if (o.batch_size < 1) fail("batch-size", "must be positive");

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <boost/hana/define_struct.hpp>
 
@@ -105,5 +106,16 @@ const char* help_for(const std::string& field);
 void validate(const RunOptions& o, Task task);
 
 const char* task_name(Task t);
+
+// Whether stag-train compiles the bf16 training graphs of this task's preset (each task's
+// graphs_for<..., Bf16>): classify's pre, lm's small and g2p's small. lm --init-hf's presets say
+// it themselves (HfTrainable::graphs_bf16).
+bool compiles_bf16(Task task, std::string_view model);
+// Those presets in words: "classify's 'pre', lm's 'small' and g2p's 'small'".
+std::string bf16_presets_text();
+// --precision auto: bf16 where the CPU multiplies bf16 natively (`native_bf16`: AVX512-BF16,
+// which CPUs with AMX also have) and the run's graphs have a bf16 form (`compiled`), else f32.
+// f32 and bf16 stay as asked.
+std::string resolve_precision(const std::string& asked, bool native_bf16, bool compiled);
 
 }  // namespace stag::train_app

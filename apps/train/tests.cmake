@@ -124,6 +124,12 @@ stag_add_checked_test(NAME stag_train.bad_flag EXIT error MATCH "--lr-schedule: 
 # the autocast graph), and a preset it is not compiled for.
 stag_add_checked_test(NAME stag_train.lm_bf16 VALUES "test_bpc < unigram_bpc" ${learnt}
   COMMAND ${train} lm ${lm_run} --precision bf16 --out ${smoke}/lm_bf16)
+# --precision auto (what ./run.sh g2p passes): a preset without bf16 graphs trains in f32 whatever the
+# CPU (which of bf16 and f32 it picks otherwise is the [train_app] case's).
+stag_add_checked_test(NAME stag_train.precision_auto_f32
+  MATCH "stag-train classify: .*M parameters, .*, f32\n"
+  COMMAND ${train} classify ${classify_run} --max-steps 2 --precision auto
+    --out ${smoke}/precision_auto)
 stag_add_checked_test(NAME stag_train.bf16_preset EXIT error
   MATCH "--precision bf16 is compiled for classify's 'pre', lm's 'small' and g2p's 'small' presets only, not for 'base'"
   COMMAND ${train} classify --precision bf16 --model base --out ${smoke}/bf16_preset)
@@ -175,6 +181,10 @@ stag_add_checked_test(NAME stag_train.lm_init_hf_llama_bf16
   VALUES "val_loss < pretrained_val_loss" ${learnt}
   COMMAND ${train_hf} lm ${hf_run} --init-hf ${PROJECT_SOURCE_DIR}/tests/hf/llama --precision bf16
     --out ${smoke}/hf_llama_bf16)
+stag_add_checked_test(NAME stag_train.lm_init_hf_auto_f32
+  MATCH "preset tiny-gpt2 .*, f32\n.*pretrained_val_loss: "
+  COMMAND ${train_hf} lm ${hf_base} --max-steps 4 --init-hf ${PROJECT_SOURCE_DIR}/tests/hf/gpt2
+    --precision auto --out ${smoke}/hf_gpt2_auto)
 stag_add_checked_test(NAME stag_train.lm_init_hf_bf16_not_compiled EXIT error
   MATCH "--precision bf16: the bf16 training graphs of preset 'tiny-gpt2' are not compiled into this program"
   COMMAND ${train_hf} lm ${hf_run} --init-hf ${PROJECT_SOURCE_DIR}/tests/hf/gpt2 --precision bf16

@@ -430,6 +430,30 @@ TEST_CASE("a time box fitted on slow first steps is fitted again before the warm
   CHECK(t.options().lr.total() <= 1000000);
 }
 
+TEST_CASE("a time-boxed fit ends with its fitted schedule when the steps run faster than fitted",
+          "[trainer][reliability]") {
+  const data::EncodedTexts d = make_rows(16, 2);
+  TrainerOptions o = options(3);
+  o.lr = LrSchedule::cosine(1e-3, 2, 1000000);
+  Trainer t(training_graphs<drop_net, kOpt, false>(), o);
+  // The first 5 batches take 100 ms each, the rest next to no time: the fit after 5 steps
+  // (no second one: the warmup is over) plans about 5 + 10 steps/s * 4.5 s = 50 steps, which
+  // the fast steps finish long before the box ends. Before the fix the run went on at the
+  // cosine's floor, learning rate 0, for thousands of steps until the box was full.
+  DataSource src = source_of(d, 4, 3);
+  int calls = 0;
+  const auto batch = src.batch;
+  src.batch = [&, batch](std::int64_t e, std::size_t i) {
+    if (calls++ < 5) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return batch(e, i);
+  };
+  t.fit(src, {.epochs = std::int64_t{1} << 40, .max_seconds = 5.0, .plan_steps = 5});
+  INFO("steps " << t.steps_done() << "; schedule " << t.options().lr.describe());
+  CHECK(t.options().lr.total() < 1000000);
+  CHECK(t.steps_done() <= t.options().lr.total());
+  CHECK(t.steps_done() >= 5);
+}
+
 TEST_CASE("fit checks before step 1 that its checkpoint can be written", "[trainer][reliability]") {
   const th::TempDir dir("trainer_preflight");
   th::write_bytes(dir / "file", {'x'});

@@ -409,6 +409,16 @@ void Trainer::fit(const DataSource& data, const FitOptions& o) {
                           opts_.lr.describe());
           }
         }
+        // The schedule fitted to the box is over (the steps ran faster than estimated): more
+        // steps would run at the schedule's floor learning rate (0 for a cosine) until the box
+        // ends, as the run of 2026-12-07 did for 2,000 steps; it ends here instead.
+        if (opts_.lr.total() > 0 && step_ >= opts_.lr.total()) {
+          progress.note("time box of " + format_value(o.max_seconds) + " s: the schedule's " +
+                        std::to_string(opts_.lr.total()) + " steps are done after " +
+                        format_value(elapsed()) + " s");
+          out_of_time = true;
+          break;
+        }
         if (elapsed() >= o.max_seconds) {
           progress.note("time box of " + format_value(o.max_seconds) + " s reached after step " +
                         std::to_string(step_));
