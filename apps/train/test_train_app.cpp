@@ -299,7 +299,7 @@ TEST_CASE("resuming with flags that change the batches is refused, naming both v
 
 }  // namespace
 
-TEST_CASE("--precision auto: bf16 only where the CPU has it natively and the preset compiles it",
+TEST_CASE("precision auto: bf16 only where the CPU has it natively and the preset compiles it",
           "[train_app]") {
   CHECK(resolve_precision("auto", true, true) == "bf16");
   CHECK(resolve_precision("auto", false, true) == "f32");    // AVX2, or AVX-512 without BF16
