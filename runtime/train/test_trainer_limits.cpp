@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <memory>
 #include <thread>
 
 #include <stag/models/data/batch.hpp>
@@ -404,6 +405,18 @@ TEST_CASE("a time-boxed fit stops in time and fits its schedule to the steps it 
   CHECK(r.options().lr.total() == t.options().lr.total());
 }
 
+// Batches of 4 rows whose first 5 take 100 ms each to make (as plans for new shapes do), the
+// rest next to no time: a time box's first fit sees 10 steps per second.
+DataSource slow_start_source(const data::EncodedTexts& d) {
+  DataSource src = source_of(d, 4, 3);
+  auto calls = std::make_shared<int>(0);
+  src.batch = [calls, batch = src.batch](std::int64_t e, std::size_t i) {
+    if ((*calls)++ < 5) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return batch(e, i);
+  };
+  return src;
+}
+
 TEST_CASE("a time box fitted on slow first steps is fitted again before the warmup ends",
           "[trainer][reliability]") {
   const data::EncodedTexts d = make_rows(16, 2);
@@ -413,13 +426,7 @@ TEST_CASE("a time box fitted on slow first steps is fitted again before the warm
   // The first 5 batches take 100 ms each (as plans for new shapes do), the rest no time: the
   // estimate after 5 steps is about 5 + 10 steps/s * 2.5 s (so the warmup's 61 steps), the one
   // after 50 far more.
-  DataSource src = source_of(d, 4, 3);
-  int calls = 0;
-  const auto batch = src.batch;
-  src.batch = [&, batch](std::int64_t e, std::size_t i) {
-    if (calls++ < 5) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    return batch(e, i);
-  };
+  const DataSource src = slow_start_source(d);
   t.fit(src, {.epochs = std::int64_t{1} << 40, .max_seconds = 3.0, .plan_steps = 5});
   INFO("steps " << t.steps_done() << "; schedule " << t.options().lr.describe());
   // Fitted once, the schedule would end at the warmup's 61 steps, however many the run takes
@@ -440,13 +447,7 @@ TEST_CASE("a time-boxed fit ends with its fitted schedule when the steps run fas
   // (no second one: the warmup is over) plans about 5 + 10 steps/s * 4.5 s = 50 steps, which
   // the fast steps finish long before the box ends. Before the fix the run went on at the
   // cosine's floor, learning rate 0, for thousands of steps until the box was full.
-  DataSource src = source_of(d, 4, 3);
-  int calls = 0;
-  const auto batch = src.batch;
-  src.batch = [&, batch](std::int64_t e, std::size_t i) {
-    if (calls++ < 5) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    return batch(e, i);
-  };
+  const DataSource src = slow_start_source(d);
   t.fit(src, {.epochs = std::int64_t{1} << 40, .max_seconds = 5.0, .plan_steps = 5});
   INFO("steps " << t.steps_done() << "; schedule " << t.options().lr.describe());
   CHECK(t.options().lr.total() < 1000000);
