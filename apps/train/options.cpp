@@ -195,7 +195,7 @@ const char* help_for(const std::string& field) {
        "norms, softmax, losses, the optimizer and the checkpoint stay f32); compiled for the "
        "presets classify pre, lm small and g2p small, and lm --init-hf's; or auto: bf16 where "
        "the CPU multiplies bf16 natively (AVX512-BF16, AMX) and the preset has it, else f32 "
-       "(what ./run.sh g2p passes)"},
+       "(what ./run.sh g2p and lm pass)"},
       {"memory_budget_mib",
        "Keep the training step's arena (activations, gradients, temporaries; not the weights or "
        "optimizer state) within this many MiB by computing some forward values again in the "

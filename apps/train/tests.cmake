@@ -124,7 +124,7 @@ stag_add_checked_test(NAME stag_train.bad_flag EXIT error MATCH "--lr-schedule: 
 # the autocast graph), and a preset it is not compiled for.
 stag_add_checked_test(NAME stag_train.lm_bf16 VALUES "test_bpc < unigram_bpc" ${learnt}
   COMMAND ${train} lm ${lm_run} --precision bf16 --out ${smoke}/lm_bf16)
-# --precision auto (what ./run.sh g2p passes): a preset without bf16 graphs trains in f32 whatever the
+# --precision auto (what ./run.sh g2p and lm pass): a preset without bf16 graphs trains in f32 whatever the
 # CPU (which of bf16 and f32 it picks otherwise is the [train_app] case's).
 stag_add_checked_test(NAME stag_train.precision_auto_f32
   MATCH "stag-train classify: .*M parameters, .*, f32\n"
