@@ -64,9 +64,13 @@ std::pair<double, double> resident_mib() {
   return {rss, peak};
 }
 
+const char* weights_text(stag::DType t) {
+  return t == stag::DType::bf16 ? "bf16 weights, bf16 matmuls" : "f32 weights";
+}
+
 // Speed with random weights and a random prompt (the figures in docs/generation.md).
 int bench_random(const std::string& name, int prompt_tokens, stag::GenerateOptions o, int threads,
-                 const std::string& schedule) {
+                 const std::string& schedule, stag::DType weight_type) {
   try {
     const stag::LmPreset* p = stag::find_lm_preset(name);
     if (p == nullptr)
@@ -77,12 +81,14 @@ int bench_random(const std::string& name, int prompt_tokens, stag::GenerateOptio
     stag::GeneratorOptions go;
     go.threads = threads;
     go.schedule = schedule == "parallel" ? stag::Schedule::parallel : stag::Schedule::sequential;
+    go.weights = weight_type;
     stag::Generator gen(*p, weights, std::nullopt, go);
     const std::vector<std::int32_t> prompt = random_prompt(prompt_tokens, p->config->vocab);
     o.stop_at_eos = false;
     o.add_bos = false;
     const stag::GenerateResult r = gen.generate_ids(prompt, o);
-    std::printf("model: %s (random weights), cache %lld positions\n", std::string(p->name).c_str(),
+    std::printf("model: %s (random weights, %s), cache %lld positions\n",
+                std::string(p->name).c_str(), weights_text(weight_type),
                 static_cast<long long>(gen.max_len()));
     print_speed(r);
   } catch (const stag::Error& e) {
@@ -141,6 +147,7 @@ int stag::generate_main(int argc, char** argv, std::span<const LmPreset> extra_p
       "(stdin, --prompt or --prompt-file) with an encoder-decoder checkpoint (stag-train g2p, "
       "seq2seq)"};
   std::string checkpoint, hf_folder, prompt, prompt_file, tokenizer, schedule = "sequential";
+  std::string weights = "f32";
   stag::GenerateOptions o;
   o.max_new_tokens = 200;
   o.sample.temperature = 0.8;
@@ -184,6 +191,10 @@ int stag::generate_main(int argc, char** argv, std::span<const LmPreset> extra_p
       ->check(CLI::NonNegativeNumber);
   app.add_option("--schedule", schedule, "sequential or parallel (TBB) execution of each step")
       ->check(CLI::IsMember({"sequential", "parallel"}));
+  app.add_option("--weights", weights,
+                 "f32, or bf16: the matmuls' weights kept in bf16 (half the memory and half the "
+                 "bytes read per token; bf16 matmuls with f32 sums; the Hugging Face presets)")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   app.add_flag("--bos", bos, "start the prompt with <bos>");
   app.add_flag("--no-bos", no_bos, "do not start the prompt with <bos>");
   app.add_flag("--ignore-eos", ignore_eos, "keep generating after <eos>");
@@ -219,7 +230,9 @@ int stag::generate_main(int argc, char** argv, std::span<const LmPreset> extra_p
                   std::string(p.what).c_str(), stag::lm_config_text(*p.config).c_str());
     return 0;
   }
-  if (!random_model.empty()) return bench_random(random_model, prompt_tokens, o, threads, schedule);
+  const stag::DType weight_type = weights == "bf16" ? stag::DType::bf16 : stag::DType::f32;
+  if (!random_model.empty())
+    return bench_random(random_model, prompt_tokens, o, threads, schedule, weight_type);
   if (checkpoint.empty() && hf_folder.empty()) {
     std::fprintf(stderr, "stag-generate: --checkpoint or --hf is required (see --help)\n");
     return 2;
@@ -264,6 +277,7 @@ int stag::generate_main(int argc, char** argv, std::span<const LmPreset> extra_p
     go.tokenizer_path = tokenizer;
     go.allow_nonfinite = allow_nonfinite;
     go.presets = extra_presets;
+    go.weights = weight_type;
     go.schedule = schedule == "parallel" ? stag::Schedule::parallel : stag::Schedule::sequential;
     const auto t_load = std::chrono::steady_clock::now();
     const std::unique_ptr<stag::Generator> made =
@@ -283,9 +297,9 @@ int stag::generate_main(int argc, char** argv, std::span<const LmPreset> extra_p
       o.add_bos = false;
       const stag::GenerateResult r =
           gen.generate_ids(random_prompt(prompt_tokens, gen.preset().config->vocab), o);
-      std::printf("model: %s (%s, random prompt), cache %lld positions\n",
+      std::printf("model: %s (%s, random prompt, %s), cache %lld positions\n",
                   std::string(gen.preset().name).c_str(), hf_folder.c_str(),
-                  static_cast<long long>(gen.max_len()));
+                  weights_text(weight_type), static_cast<long long>(gen.max_len()));
       print_load();
       print_speed(r);
       return 0;
@@ -307,8 +321,8 @@ int stag::generate_main(int argc, char** argv, std::span<const LmPreset> extra_p
       for (std::size_t k = 0; k < found.size(); ++k)
         std::printf("%zu\t%.4f\t%s%s\n", k + 1, found[k].score, prompt.c_str(),
                     gen.tokenizer()->decode(found[k].ids).c_str());
-      std::printf("---\nmodel: %s, beam %d\n", std::string(gen.preset().name).c_str(),
-                  so.search.beam_size);
+      std::printf("---\nmodel: %s, beam %d, %s\n", std::string(gen.preset().name).c_str(),
+                  so.search.beam_size, weights_text(weight_type));
       return 0;
     }
     // The prompt, then each token as it comes.
@@ -321,9 +335,9 @@ int stag::generate_main(int argc, char** argv, std::span<const LmPreset> extra_p
     };
     const stag::GenerateResult r = gen.generate(prompt, o);
     std::printf("\n");
-    std::printf("---\nmodel: %s (%s tokeniser), cache %lld positions\n",
+    std::printf("---\nmodel: %s (%s tokeniser, %s), cache %lld positions\n",
                 std::string(gen.preset().name).c_str(),
-                std::string(gen.tokenizer()->kind()).c_str(),
+                std::string(gen.tokenizer()->kind()).c_str(), weights_text(weight_type),
                 static_cast<long long>(gen.max_len()));
     if (!hf_folder.empty()) print_load();
     print_speed(r);

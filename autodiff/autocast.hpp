@@ -128,6 +128,80 @@ constexpr int autocast_matmuls(Builder& b, DType to,
   return count;
 }
 
+// Folds the parameter casts autocast_matmuls made into the parameters: a parameter read only
+// through its bf16 cast (by matmuls) and by embedding lookups becomes a bf16 parameter, its
+// casts disappear, and each lookup of it gives bf16 rows that one cast widens back to f32. An
+// embedding table only lookups read (untied, or learned positions) is stored in bf16 too.
+// Every other parameter (norm gains, biases, one that an f32 op reads) stays f32. Returns the
+// number of parameters folded.
+constexpr int fold_param_casts(Builder& b) {
+  const int n0 = b.size();
+  const auto at = [](auto& v, int i) -> auto& {
+    return v[static_cast<std::size_t>(i)];
+  };
+  std::vector<char> cast_read(static_cast<std::size_t>(n0), 0), lookup_read(cast_read),
+      other_read(cast_read);
+  const auto is_bf16_cast = [&](const Node& nd) {
+    return op_id(nd.op) == OpId::cast && nd.nin == 1 && nd.dtype == DType::bf16;
+  };
+  for (int n = 0; n < n0; ++n) {
+    const Node& nd = b.node(n);
+    for (int k = 0; k < nd.nin; ++k) {
+      const int src = nd.in[k];
+      if (is_bf16_cast(nd))
+        at(cast_read, src) = 1;
+      else if (op_id(nd.op) == OpId::embedding && k == 1)
+        at(lookup_read, src) = 1;
+      else
+        at(other_read, src) = 1;
+    }
+  }
+  for (const OutputEntry& o : b.outputs) at(other_read, o.node) = 1;
+  if (b.result >= 0) at(other_read, b.result) = 1;
+  std::vector<char> fold(static_cast<std::size_t>(n0), 0);
+  int count = 0;
+  for (int n = 0; n < n0; ++n) {
+    const Node& nd = b.node(n);
+    if ((nd.flags & kFlagParam) && nd.dtype == DType::f32 &&
+        (at(cast_read, n) || at(lookup_read, n)) && !at(other_read, n)) {
+      at(fold, n) = 1;
+      ++count;
+    }
+  }
+  if (count == 0) return 0;
+
+  std::vector<Node> old = b.nodes;
+  b.nodes.clear();
+  std::vector<int> remap(static_cast<std::size_t>(n0), -1);
+  for (int n = 0; n < n0; ++n) {
+    Node nd = old[static_cast<std::size_t>(n)];
+    if (is_bf16_cast(nd) && at(fold, nd.in[0])) {  // the parameter is the bf16 value now
+      at(remap, n) = at(remap, nd.in[0]);
+      continue;
+    }
+    const bool lookup = op_id(nd.op) == OpId::embedding && at(fold, nd.in[1]);
+    for (int k = 0; k < nd.nin; ++k) nd.in[k] = at(remap, nd.in[k]);
+    if (at(fold, n) || lookup) nd.dtype = DType::bf16;
+    b.nodes.push_back(nd);
+    at(remap, n) = b.size() - 1;
+    if (lookup) {  // bf16 rows, widened to f32 for the ops after the lookup
+      Node cn{};
+      cn.op = code(OpId::cast);
+      cn.nin = 1;
+      cn.in[0] = b.size() - 1;
+      cn.shape = nd.shape;
+      cn.dtype = DType::f32;
+      cn.scope = nd.leaf.empty() ? nd.scope : b.child_scope(nd.scope, nd.leaf, -1);
+      cn.leaf = "f32";
+      b.nodes.push_back(cn);
+      at(remap, n) = b.size() - 1;
+    }
+  }
+  for (OutputEntry& o : b.outputs) o.node = at(remap, o.node);
+  if (b.result >= 0) b.result = at(remap, b.result);
+  return count;
+}
+
 namespace detail {
 template <const auto& G, DType To, fixed_string... Scopes>
 constexpr Builder build_autocast() {
@@ -138,6 +212,30 @@ constexpr Builder build_autocast() {
   return b;
 }
 }  // namespace detail
+
+namespace detail {
+template <const auto& G>
+constexpr Builder build_bf16_weights() {
+  Builder b = builder_from(G.view());
+  if (autocast_matmuls(b, DType::bf16) == 0)
+    throw GraphError("stag::bf16_weights: the model has no f32 matmul");
+  if (fold_param_casts(b) == 0)
+    throw GraphError(
+        "stag::bf16_weights: no parameter is read only by matmuls and embedding lookups");
+  return b;
+}
+}  // namespace detail
+
+// For inference: autocast<G>() with the weights its bf16 matmuls read stored in bf16 (rounded
+// once, when they are loaded or set, instead of at every step), so a step reads half the bytes
+// of weights and a model takes half the memory. Embedding tables are stored in bf16 too (tied
+// to an output layer or not); their lookups give bf16 rows, widened to f32. Norm gains, biases
+// and anything else an f32 op reads stay f32. The results are those of autocast<G>() with the
+// weights rounded to bf16. A bf16 parameter has no gradient: train with autocast.
+template <const auto& G>
+consteval auto bf16_weights() {
+  return freeze_once<&detail::build_bf16_weights<G>, derived_bound(G.view(), 2)>();
+}
 
 // Model G with its matmuls (those under `Scopes`, or all) in bf16; see the top of this file.
 template <const auto& G, DType To = DType::bf16, fixed_string... Scopes>

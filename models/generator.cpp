@@ -189,7 +189,7 @@ Generator::Generator(const std::string& checkpoint, GeneratorOptions opts)
   }();
   preset_ = &require_lm_preset(config, opts_.presets);
   // The model's parameters, created by a throwaway store of the graph's parameter nodes.
-  const GraphView& g = preset_->decode;
+  const GraphView& g = preset_->decode_for(opts_.weights);
   Bindings b;
   for (const SymEntry& s : g.syms) b.set(s.id, 1);  // the parameters have static dims only
   for (int n = 0; n < g.size(); ++n) {
@@ -232,7 +232,16 @@ Generator::Generator(const LmPreset& preset, NamedArrays weights,
       weights_(std::move(weights)),
       tokenizer_(std::move(tokenizer)),
       opts_(std::move(opts)),
-      add_bos_(opts_.add_bos.value_or(false)) {}
+      add_bos_(opts_.add_bos.value_or(false)) {
+  // Weights in the graph's dtypes (f32 ones rounded to bf16 once, for decode_bf16), so that
+  // every session shares them instead of converting its own copy.
+  const GraphView& g = preset_->decode_for(opts_.weights);
+  for (auto& [name, a] : weights_) {
+    const int n = g.find(name);
+    if (n >= 0 && (g.node(n).flags & kFlagParam) && a.dtype() != g.node(n).dtype)
+      a = a.to(g.node(n).dtype);
+  }
+}
 
 Generator::~Generator() = default;
 
@@ -259,7 +268,7 @@ std::unique_ptr<Session> decode_session(const LmPreset& preset, const NamedArray
                                         std::int64_t batch) {
   // NOTE: the caches grow with max_len and the batch; a size that cannot fit in memory is
   // refused here, by its size, rather than failing somewhere inside the session's allocation.
-  const GraphView& g = preset.decode;
+  const GraphView& g = preset.decode_for(opts.weights);
   {
     Bindings b;
     for (const SymEntry& e : g.syms)

@@ -78,6 +78,10 @@ struct GeneratorOptions {
   // Configs a checkpoint may have beyond lm_presets() (a program's own sizes, searched first;
   // they must outlive the Generator).
   std::span<const LmPreset> presets = {};
+  // How the matmuls' weights are stored: f32, or bf16 (the preset's decode_bf16 graph: half
+  // the memory and half the bytes read per token; every matmul then takes bf16 operands and
+  // sums in f32, as under autocast). A weight given in f32 is rounded to bf16 once.
+  DType weights = DType::f32;
 };
 
 struct GenerateOptions {

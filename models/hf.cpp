@@ -234,6 +234,33 @@ void convert(const SafetensorsEntry& e, const std::byte* src, float* dst, std::s
   }
 }
 
+// The same into parameter `a` (f32, or bf16: a BF16 tensor's bits copied, any other's widened
+// to f32 in pieces and rounded once, to nearest even).
+void convert_into(const SafetensorsEntry& e, const std::byte* src, Array& a, const fs::path& file) {
+  const std::size_t n = static_cast<std::size_t>(a.numel());
+  if (a.dtype() == DType::f32) return convert(e, src, a.data<float>(), n, file);
+  auto* dst = static_cast<std::uint16_t*>(a.raw());
+  if (!e.f16 && e.dtype == DType::bf16) {
+    std::memcpy(dst, src, 2 * n);
+    return;
+  }
+  const std::size_t width = e.f16 ? 2 : dtype_size(e.dtype);
+  std::vector<float> piece(std::min<std::size_t>(n, 1 << 16));
+  for (std::size_t i = 0; i < n; i += piece.size()) {
+    const std::size_t k = std::min(piece.size(), n - i);
+    if (!e.f16 && e.dtype == DType::f64)  // one rounding, f64 to bf16
+      for (std::size_t j = 0; j < k; ++j) {
+        double d;
+        std::memcpy(&d, src + 8 * (i + j), 8);
+        dst[i + j] = kernel::to_bf16(d);
+      }
+    else {
+      convert(e, src + width * i, piece.data(), k, file);
+      narrow_to_bf16(piece.data(), dst + i, static_cast<std::int64_t>(k));
+    }
+  }
+}
+
 }  // namespace
 
 // ---- config.json ------------------------------------------------------------------------------
@@ -449,12 +476,12 @@ std::vector<fs::path> weight_files(const fs::path& folder,
 NamedArrays load_weights(const fs::path& folder, const LmPreset& preset, const LoadOptions& o) {
   // The parameters the preset's graph has, zero-filled, to be overwritten.
   NamedArrays weights;
-  const GraphView& g = preset.decode;
+  const GraphView& g = preset.decode_for(o.weights);
   Bindings b;
   for (const SymEntry& s : g.syms) b.set(s.id, 1);  // parameters have static dims only
   for (int n = 0; n < g.size(); ++n)
     if (g.node(n).flags & kFlagParam)
-      weights.emplace(g.name(n), Array(DType::f32, concrete_dims(g.shape(n), b)));
+      weights.emplace(g.name(n), Array(g.node(n).dtype, concrete_dims(g.shape(n), b)));
 
   std::map<std::string, std::string, std::less<>> index;
   const std::vector<fs::path> files = weight_files(folder, index);
@@ -502,8 +529,7 @@ NamedArrays load_weights(const fs::path& folder, const LmPreset& preset, const L
                            std::string(preset.name));
         continue;
       }
-      convert(e, map.data() + h.data_start + e.begin, w->second.data<float>(),
-              static_cast<std::size_t>(w->second.numel()), file);
+      convert_into(e, map.data() + h.data_start + e.begin, w->second, file);
     }
   }
   for (const auto& [name, a] : weights)
@@ -609,7 +635,9 @@ std::string checkpoint_tokenizer_json(const fs::path& folder, const FolderText& 
 
 std::unique_ptr<Generator> generator(const fs::path& folder, GeneratorOptions go,
                                      std::span<const LmPreset> presets, const LoadOptions& o) {
-  Model m = load(folder, presets, o);
+  LoadOptions lo = o;
+  lo.weights = go.weights;
+  Model m = load(folder, presets, lo);
   FolderText t = folder_text(folder, m.preset->config->vocab);
   go.bos_id = t.bos_id;
   go.eos_id = t.eos_id;

@@ -62,9 +62,13 @@ struct LoadOptions {
   // always ignored: a tied model's lm_head.weight, rotary_emb.inv_freq buffers, GPT-2's
   // attn.bias / attn.masked_bias mask buffers).
   std::vector<std::string> ignore = {};
+  // How the weights the matmuls read are kept: f32, or bf16 for the preset's decode_bf16 graph
+  // (a BF16 file's values are then copied as they are, an F32, F16 or F64 one's rounded once).
+  DType weights = DType::f32;
 };
 
-// A loaded model: the preset that runs it, its weights under stag's names (f32), the config.
+// A loaded model: the preset that runs it, its weights under stag's names (f32, or bf16 where
+// LoadOptions::weights asks), the config.
 struct Model {
   const LmPreset* preset = nullptr;
   NamedArrays weights;

@@ -22,6 +22,11 @@ extern const GraphView kSmolLm135MDecode;
 extern const GraphView kQwen25_05BDecode;
 extern const GraphView kTinyLlama11BDecode;
 extern const GraphView kGpt2_124MDecode;
+// Their bf16_weights graphs (lm_presets_hf_bf16.cpp, lm_presets_hf_bf16_b.cpp).
+extern const GraphView kSmolLm135MDecodeBf16;
+extern const GraphView kQwen25_05BDecodeBf16;
+extern const GraphView kTinyLlama11BDecodeBf16;
+extern const GraphView kGpt2_124MDecodeBf16;
 }  // namespace detail
 namespace {
 
@@ -40,15 +45,19 @@ std::span<const LmPreset> preset_table() {
       {"small-bpe", &kLmTrainSmallBpe, lm_decode_graph<kLmTrainSmallBpe>,
        "stag-train lm --model small-bpe: byte-BPE (2048 ids), 4 x 192, GQA 6/2 heads"},
       {"smollm-135m", &kLmSmolLm135M, detail::kSmolLm135MDecode,
-       "Hugging Face SmolLM-135M (Llama): 30 x 576, GQA 9/3 heads, 49152 ids, tied"},
+       "Hugging Face SmolLM-135M (Llama): 30 x 576, GQA 9/3 heads, 49152 ids, tied",
+       detail::kSmolLm135MDecodeBf16},
       {"qwen2.5-0.5b", &kLmQwen25_05B, detail::kQwen25_05BDecode,
        "Hugging Face Qwen2.5-0.5B (Qwen2): 24 x 896, GQA 14/2 heads, q/k/v biases, 151936 ids, "
-       "tied"},
+       "tied",
+       detail::kQwen25_05BDecodeBf16},
       {"tinyllama-1.1b", &kLmTinyLlama11B, detail::kTinyLlama11BDecode,
-       "Hugging Face TinyLlama-1.1B (Llama): 22 x 2048, GQA 32/4 heads, 32000 ids, untied"},
+       "Hugging Face TinyLlama-1.1B (Llama): 22 x 2048, GQA 32/4 heads, 32000 ids, untied",
+       detail::kTinyLlama11BDecodeBf16},
       {"gpt2", &kLmGpt2_124M, detail::kGpt2_124MDecode,
        "Hugging Face gpt2 (GPT-2 small, 124M): 12 x 768, 12 heads, 1024 positions, 50257 ids, "
-       "tied"},
+       "tied",
+       detail::kGpt2_124MDecodeBf16},
   };
   return kPresets;
 }
@@ -70,6 +79,19 @@ bool same_model(const LmConfig& a, const LmConfig& b) {
 }
 
 }  // namespace
+
+const GraphView& LmPreset::decode_for(DType weights) const {
+  if (weights == DType::f32) return decode;
+  if (weights != DType::bf16)
+    throw Error("stag: weights in " + std::string(dtype_name(weights)) +
+                ": a model's weights are f32 or bf16");
+  if (decode_bf16.size() == 0)
+    throw Error("stag: preset " + std::string(name) +
+                " has no decode graph for bf16 weights in this program (the Hugging Face "
+                "presets have one: smollm-135m, qwen2.5-0.5b, tinyllama-1.1b, gpt2); use f32 "
+                "weights");
+  return decode_bf16;
+}
 
 std::span<const LmPreset> lm_presets() {
   return preset_table();

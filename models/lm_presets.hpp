@@ -101,6 +101,12 @@ struct LmPreset {
   const LmConfig* config = nullptr;
   GraphView decode;  // lm_decode_graph<config>: the decode step with a key/value cache
   std::string_view what;
+  // bf16_weights<lm_decode_graph<config>>: the same step with its matmuls' weights stored in
+  // bf16 (GeneratorOptions::weights); empty (size() 0) where the program does not compile it.
+  GraphView decode_bf16 = {};
+  // The decode graph for weights stored in `weights` (f32 or bf16); a stag::Error naming the
+  // preset when it has no such graph.
+  const GraphView& decode_for(DType weights) const;
 };
 
 // Every compiled-in config.

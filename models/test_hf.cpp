@@ -131,6 +131,76 @@ TEST_CASE("a GPT-2 folder (Conv1D weights, learned positions, F32) gives the ref
   check_against_reference("gpt2", "tiny-gpt2");
 }
 
+// Weights stored in bf16 (GeneratorOptions::weights, the presets' bf16_weights graphs).
+// Every matmul then reads bf16 operands (the activations rounded to 8 bits) and sums in f32,
+// so the logits move from the f64 reference by a few bf16 steps; the ids stay the reference's.
+void check_bf16_weights(const std::string& name) {
+  const hf::Model m = hf::load(fixture(name), kTinyPresets, {.weights = DType::bf16});
+  const SafetensorsFile ref = load_safetensors((fixture(name) / "reference.safetensors").string());
+  const GraphView& g = m.preset->decode_bf16;
+  for (const auto& [w, a] : m.weights) {
+    INFO(w);
+    CHECK(a.dtype() == g.node(g.find(w)).dtype);
+    // Matrices in bf16 (the embeddings, the projections), gains and biases in f32.
+    CHECK((a.dtype() == DType::bf16) == (a.dims().size() == 2));
+  }
+  Generator gen(*m.preset, m.weights, std::nullopt, {.threads = 1, .weights = DType::bf16});
+  double worst = 0;
+  for (std::int64_t r = 0; r < ref.tensors.at("ids").dims()[0]; ++r)
+    worst = std::max(worst, compare_logits(gen.step(reference_row(ref, r), 0), ref, r, 0));
+  INFO(name << ": largest error " << worst);
+  CHECK(worst > 1e-4);                  // the f32 path's bound: this one ran in bf16
+  CHECK(worst <= std::ldexp(1.0, -5));  // 4 steps of bf16 (2^-7 relative each)
+  const std::vector<std::int32_t> prompt = ints(ref.tensors.at("greedy/prompt"));
+  const std::vector<std::int32_t> want = ints(ref.tensors.at("greedy/new"));
+  const GenerateResult r =
+      gen.generate_ids(prompt, {.max_new_tokens = static_cast<int>(want.size()),
+                                .sample = {.temperature = 0.0},
+                                .add_bos = false,
+                                .stop_at_eos = false});
+  CHECK(r.new_ids == want);
+  CHECK(gen.session()
+            .params()
+            .at(m.preset->config->arch == LmArch::gpt2 ? "wte.weight" : "embed_tokens.weight")
+            .dtype() == DType::bf16);
+}
+
+TEST_CASE("weights kept in bf16: the reference's tokens, its logits to a few bf16 steps", "[hf]") {
+  check_bf16_weights("llama");
+  check_bf16_weights("qwen2");
+  check_bf16_weights("gpt2");
+}
+
+// The tiny Llama's decode step under autocast: f32 weights, rounded at every step.
+constexpr auto kTinyLlamaAutocast = autocast<lm_decode_graph<th::kTinyLlama>>();
+
+TEST_CASE("bf16 weights compute what autocast computes from the same BF16 file", "[hf]") {
+  // The Llama folder is BF16: the f32 weights hold bf16 values, which autocast's casts keep, so
+  // storing them in bf16 changes the storage and nothing else.
+  const hf::Model m32 = hf::load(fixture("llama"), kTinyPresets);
+  const hf::Model m16 = hf::load(fixture("llama"), kTinyPresets, {.weights = DType::bf16});
+  const LmPreset autocast_preset{"tiny-llama-autocast", &th::kTinyLlama, kTinyLlamaAutocast, ""};
+  Generator a(autocast_preset, m32.weights, std::nullopt, {.threads = 1});
+  Generator b(*m16.preset, m16.weights, std::nullopt, {.threads = 1, .weights = DType::bf16});
+  const std::vector<std::int32_t> ids = {5, 120, 7, 299, 0, 64};
+  CHECK(a.step(ids, 0).to_doubles() == b.step(ids, 0).to_doubles());
+  CHECK(a.step(std::vector<std::int32_t>{17}, 6).to_doubles() ==
+        b.step(std::vector<std::int32_t>{17}, 6).to_doubles());  // and through the cache
+  // Half the bytes: every weight but the two norms' gains is a matrix.
+  std::size_t bytes32 = 0, bytes16 = 0;
+  for (const auto& [name, w] : m32.weights) bytes32 += w.bytes();
+  for (const auto& [name, w] : m16.weights) bytes16 += w.bytes();
+  CHECK(bytes16 < 0.51 * bytes32);
+}
+
+TEST_CASE("bf16 weights for a preset without a bf16 graph are refused by name", "[hf]") {
+  const LmPreset f32_only{"tiny-llama-f32-only", &th::kTinyLlama, kTinyPresets[0].decode, ""};
+  const hf::Model m = hf::load(fixture("llama"), kTinyPresets);
+  CHECK_THROWS_WITH(
+      Generator(f32_only, m.weights, std::nullopt, {.threads = 1, .weights = DType::bf16}),
+      Catch::Contains("preset tiny-llama-f32-only has no decode graph for bf16 weights"));
+}
+
 TEST_CASE("GPT-2: config.json, tensor names with or without transformer., the mask buffers",
           "[hf]") {
   const hf::HfConfig c = hf::read_config(fixture("gpt2"));
@@ -534,7 +604,7 @@ TEST_CASE("the Generator's sessions use the loaded weights' storage, not a copy"
   gen.step(std::vector<std::int32_t>{4}, 3);
   CHECK(gen.session().params().at("embed_tokens.weight").raw() ==
         m.weights.at("embed_tokens.weight").raw());
-  // A weight in another dtype is converted into the session's own parameter, as before.
+  // A weight in another dtype is converted to the graph's, once, for every session.
   NamedArrays bf16 = m.weights;
   bf16.insert_or_assign("norm.weight", m.weights.at("norm.weight").to(DType::bf16));
   Generator conv(*m.preset, bf16, std::nullopt, {.threads = 1});

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 
+#include <stag/autodiff/autocast.hpp>
 #include <stag/models/generate.hpp>
 #include <stag/models/lm_presets.hpp>
 
@@ -50,10 +51,16 @@ inline constexpr stag::LmConfig kTinyGpt2{.vocab = 300,
                                           .norm_eps = 1e-5,
                                           .arch = stag::LmArch::gpt2,
                                           .max_positions = 24};
+// Their decode steps with the weights in bf16 (GeneratorOptions::weights).
+inline constexpr auto kTinyLlamaBf16 = stag::bf16_weights<stag::lm_decode_graph<kTinyLlama>>();
+inline constexpr auto kTinyQwen2Bf16 = stag::bf16_weights<stag::lm_decode_graph<kTinyQwen2>>();
+inline constexpr auto kTinyGpt2Bf16 = stag::bf16_weights<stag::lm_decode_graph<kTinyGpt2>>();
 inline const stag::LmPreset kTinyPresets[] = {
-    {"tiny-llama", &kTinyLlama, stag::lm_decode_graph<kTinyLlama>, "tests/hf/llama"},
-    {"tiny-qwen2", &kTinyQwen2, stag::lm_decode_graph<kTinyQwen2>, "tests/hf/qwen2"},
-    {"tiny-gpt2", &kTinyGpt2, stag::lm_decode_graph<kTinyGpt2>, "tests/hf/gpt2"},
+    {"tiny-llama", &kTinyLlama, stag::lm_decode_graph<kTinyLlama>, "tests/hf/llama",
+     kTinyLlamaBf16},
+    {"tiny-qwen2", &kTinyQwen2, stag::lm_decode_graph<kTinyQwen2>, "tests/hf/qwen2",
+     kTinyQwen2Bf16},
+    {"tiny-gpt2", &kTinyGpt2, stag::lm_decode_graph<kTinyGpt2>, "tests/hf/gpt2", kTinyGpt2Bf16},
 };
 
 inline std::filesystem::path hf_fixture(const std::string& name) {

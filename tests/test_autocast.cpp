@@ -374,6 +374,68 @@ TEST_CASE("the fused attention takes bf16 tile products where the CPU has AVX512
   CHECK(std::abs(s.result() - e.result().at(0)) > 1e-5 * std::abs(e.result().at(0)));  // rounded
 }
 
+// bf16_weights: a tied embedding and output layer, a linear layer with a bias, an RMSNorm.
+constexpr auto tied_logits(Builder& g) {
+  auto ids = input<"ids", Shape<batch, seq>, i32>(g);
+  auto table = param<Shape<50, 16>>(g / "tok", "embed");
+  auto h = embedding(ids, table);
+  h = h + relu(linear<16>(g / "l1", h));
+  return matmul_nt(rms_norm_layer(g / "norm", h), table).named("logits");
+}
+constexpr auto tied_lm = model([](Builder& g) { return tied_logits(g); });
+constexpr auto tied_loss = model([](Builder& g) {
+  auto y = tied_logits(g);
+  return mean<0, 1, 2>(y * y).named("loss");
+});
+constexpr auto tied16 = autocast<tied_lm>();
+constexpr auto tied_w16 = bf16_weights<tied_lm>();
+constexpr DType dtype_of(const auto& g, std::string_view name) {
+  return g.view().node(g.find(name)).dtype;
+}
+// The matmuls' weights (the table through the tied head) are stored in bf16, the bias and the
+// norm's gain stay f32; the lookup gives bf16 rows and one cast widens them.
+static_assert(dtype_of(tied_w16, "tok.embed") == bf16 && dtype_of(tied_w16, "l1.weight") == bf16);
+static_assert(dtype_of(tied_w16, "l1.bias") == f32 && dtype_of(tied_w16, "norm.weight") == f32);
+static_assert(dtype_of(tied_lm, "tok.embed") == f32 && dtype_of(tied16, "tok.embed") == f32);
+// autocast: embed, l1.weight, h and the normed h cast; now h, the normed h and the lookup.
+static_assert(tied16.count(op::cast) == 4 && tied_w16.count(op::cast) == 3);
+static_assert(matmuls_reading(tied_w16, bf16) == 2);
+constexpr bool no_cast_of_a_parameter(const GraphView& g) {
+  for (int i = 0; i < g.size(); ++i)
+    if (g.node(i).op == op::cast && (g.node(g.node(i).in[0]).flags & kFlagParam)) return false;
+  return true;
+}
+static_assert(no_cast_of_a_parameter(tied_w16) && !no_cast_of_a_parameter(tied16));
+
+TEST_CASE("bf16_weights gives autocast's results with the weights stored in bf16", "[autocast]") {
+  // Weights with bf16 values (as a BF16 checkpoint's): autocast rounds them at every step,
+  // bf16_weights once when they are set; both then compute the same thing.
+  NamedArrays weights;
+  for (const auto& [name, a] : make_params(tied_lm, {}, 3))
+    weights.emplace(name, a.to(bf16).to(f32));
+  NamedArrays in{{"ids", Array::from<std::int32_t>({2, 3}, {0, 7, 49, 3, 3, 12})}};
+  Session s16(tied16, {.threads = 2}), w16(tied_w16, {.threads = 2});
+  for (Session* s : {&s16, &w16}) {
+    s->set_params(weights);
+    s->set_inputs(in);
+    s->run();
+  }
+  CHECK(w16.params().at("tok.embed").dtype() == bf16);
+  CHECK(w16.params().at("tok.embed").bytes() * 2 == s16.params().at("tok.embed").bytes());
+  const Array a = s16.get("logits"), b = w16.get("logits");
+  REQUIRE(a.dims() == b.dims());
+  CHECK(a.to_doubles() == b.to_doubles());
+  // And the reference evaluator agrees on the bf16-weight graph (sums in double).
+  const Evaluation e = evaluate_reference(tied_w16, in, w16.params());
+  CHECK(relative_error(b, e["logits"]) <= std::ldexp(1.0, -7));
+}
+
+TEST_CASE("a bf16 table has no gradient: bf16_weights is for inference", "[autocast]") {
+  // What grad<tied_w16>() would do at compile time, where the same GraphError stops it.
+  Builder b = detail::builder_from(bf16_weights<tied_loss>().view());
+  CHECK_THROWS_WITH(append_backward(b), Catch::Contains("a bf16 table has no gradient"));
+}
+
 std::vector<double> curve(const GraphView& g, const NamedArrays& start) {
   Session s(g, {.threads = 2, .seed = 9});
   s.set_params(start);

@@ -2,9 +2,9 @@
 # Pretrained-model benchmark (docs/pretrained.md): a Qwen2.5-0.5B-shaped Hugging Face folder with
 # random BF16 weights (its config.json is Qwen2.5-0.5B's, so stag's preset qwen2.5-0.5b runs it),
 # or with --model gpt2 a GPT-2 (124M) folder with random F32 weights (openai-community/gpt2's
-# config.json and dtype), loaded and run by `stag-generate --hf`, next to the PyTorch reference
-# of tools/make_hf_fixtures.py with a key/value cache, in float32 and bfloat16, on the same
-# weights, prompt length and number of new tokens. Prints load time, resident memory, prefill
+# config.json and dtype), loaded and run by `stag-generate --hf` (f32 weights, then --weights
+# bf16), next to the PyTorch reference of tools/make_hf_fixtures.py with a key/value cache, in
+# float32 and bfloat16, on the same weights, prompt length and number of new tokens. Prints load time, resident memory, prefill
 # and decode tokens per second. Weights cannot be downloaded here; random ones cost the same to
 # load and run.
 #
@@ -118,9 +118,9 @@ def make_folder(folder):
     (folder / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
 
 
-def run_stag(binary, folder, threads, prompt, new):
+def run_stag(binary, folder, threads, prompt, new, weights="f32"):
     cmd = [str(binary), "--hf", str(folder), "--prompt-tokens", str(prompt), "--max-new-tokens", str(new),
-           "--temperature", "0", "--threads", str(threads)]
+           "--temperature", "0", "--threads", str(threads), "--weights", weights]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True,
                          env=dict(os.environ, OMP_WAIT_POLICY="passive")).stdout
     fields = {}
@@ -326,8 +326,9 @@ def main():
           f"ready in {time.perf_counter() - t0:.1f} s)")
     print(f"prompt {a.prompt} random tokens, {a.new} new tokens (greedy), {a.threads} threads")
     rows = []
-    out, f = run_stag(a.stag, folder, a.threads, a.prompt, a.new)
-    rows.append(("stag f32 (`stag-generate --hf`)", f))
+    for weights in ("f32", "bf16"):
+        out, f = run_stag(a.stag, folder, a.threads, a.prompt, a.new, weights)
+        rows.append((f"stag {weights} weights (`stag-generate --hf --weights {weights}`)", f))
     # Each PyTorch run in its own process, so that its peak memory is its own.
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), OPENBLAS_NUM_THREADS=str(a.threads))
     for name in ("f32", "bf16"):

@@ -207,12 +207,23 @@ if(TARGET stag_generate_app)
   target_compile_options(stag_generate_hf_fixtures PRIVATE -Wall -Wextra)
   set(generate_hf $<TARGET_FILE:stag_generate_hf_fixtures>)
   stag_add_checked_test(NAME stag_generate.hf_folder
-    MATCH "^Once upon a time.*\n---\nmodel: tiny-llama \\(hugging-face tokeniser\\).*\nnew_tokens: 6 "
+    MATCH "^Once upon a time.*\n---\nmodel: tiny-llama \\(hugging-face tokeniser, f32 weights\\).*\nnew_tokens: 6 "
     COMMAND ${generate_hf} --hf ${PROJECT_SOURCE_DIR}/tests/hf/llama --prompt "Once upon a time"
       --max-new-tokens 6 --temperature 0 --ignore-eos --threads 1)
+  # --weights bf16: the same greedy text from the folder with its weights kept in bf16 (the
+  # BF16 file's values as they are; bf16 matmuls with f32 sums).
+  stag_add_checked_test(NAME stag_generate.hf_folder_bf16_weights
+    MATCH "^Once upon a time.*\n---\nmodel: tiny-llama \\(hugging-face tokeniser, bf16 weights, bf16 matmuls\\).*\nnew_tokens: 6 "
+    COMMAND sh ${STAG_TRAIN_DIR}/same_output_test.sh
+      "${generate_hf} --hf ${PROJECT_SOURCE_DIR}/tests/hf/llama --prompt 'Once upon a time' --max-new-tokens 6 --temperature 0 --ignore-eos --threads 1"
+      --weights bf16)
+  stag_add_checked_test(NAME stag_generate.bf16_weights_not_compiled EXIT error
+    MATCH "preset small has no decode graph for bf16 weights in this program"
+    COMMAND ${generate_hf} --random-weights small --prompt-tokens 4 --max-new-tokens 2
+      --weights bf16 --threads 1)
   stag_add_checked_test(NAME stag_generate.hf_finetuned_checkpoint
     DEPENDS stag_train.lm_init_hf_gpt2_roundtrip
-    MATCH "model: tiny-gpt2, beam 4\n1\t-[0-9.]+\tOnce upon a time.*\nthe exported folder gives the same"
+    MATCH "model: tiny-gpt2, beam 4, f32 weights\n1\t-[0-9.]+\tOnce upon a time.*\nthe exported folder gives the same"
     COMMAND sh ${STAG_TRAIN_DIR}/hf_generate_test.sh ${generate_hf}
       ${smoke}/hf_gpt2/tune/model.safetensors ${smoke}/hf_gpt2/hf --prompt "Once upon a time"
       --beam 4 --n-best 4 --max-new-tokens 6 --threads 1)

@@ -1,6 +1,6 @@
-// CPU kernels of embedding (parallel row copies) and embedding_backward (scatter-add, parallel
-// over column blocks so each element accumulates its positions in position order: the result
-// is deterministic). Ids are checked first; a bad id is reported by the reference kernel,
+// CPU kernels of embedding (parallel row copies, f32 or bf16) and embedding_backward (scatter-add,
+// parallel over column blocks so each element accumulates its positions in position order: the
+// result is deterministic). Ids are checked first; a bad id is reported by the reference kernel,
 // whose message names the node, the position and the valid range.
 #include <algorithm>
 #include <cstring>
@@ -44,13 +44,14 @@ class EmbeddingKernel final : public OwnKernel {
   template <class Id>
   void body(const Id* ids, std::int64_t n) {
     if (!backward_) {
-      const std::int64_t d = in_[1].dims[1];
-      const float* table = in_[1].as<const float>();
-      float* y = out_.as<float>();
+      // Rows of f32 or bf16, copied bit for bit.
+      const std::size_t row = static_cast<std::size_t>(in_[1].dims[1]) * dtype_size(out_.dtype);
+      const char* table = in_[1].as<const char>();
+      char* y = out_.as<char>();
 #pragma omp parallel for schedule(static)
       for (std::int64_t i = 0; i < n; ++i)
-        std::memcpy(y + i * d, table + static_cast<std::int64_t>(ids[i]) * d,
-                    static_cast<std::size_t>(d) * sizeof(float));
+        std::memcpy(y + static_cast<std::size_t>(i) * row,
+                    table + static_cast<std::size_t>(ids[i]) * row, row);
       return;
     }
     const std::int64_t d = out_.dims[1];
@@ -73,18 +74,20 @@ class EmbeddingKernel final : public OwnKernel {
   bool backward_;
 };
 
-bool supported(const CpuNode& n) {
+bool supported(const CpuNode& n, bool backward) {
+  const bool bf16 = !backward && n.in[1].dtype == DType::bf16;  // a bf16 table: forward only
   return (n.in[0].dtype == DType::i32 || n.in[0].dtype == DType::i64) && n.in[0].contiguous() &&
-         n.in[1].dtype == DType::f32 && n.in[1].contiguous() && n.out.dtype == DType::f32;
+         (n.in[1].dtype == DType::f32 || bf16) && n.in[1].contiguous() &&
+         n.out.dtype == n.in[1].dtype;
 }
 
 }  // namespace
 
 std::unique_ptr<CpuKernel> OpDef<OpId::embedding>::cpu(const CpuNode& n) {
-  return supported(n) ? std::make_unique<EmbeddingKernel>(n, false) : nullptr;
+  return supported(n, false) ? std::make_unique<EmbeddingKernel>(n, false) : nullptr;
 }
 std::unique_ptr<CpuKernel> OpDef<OpId::embedding_backward>::cpu(const CpuNode& n) {
-  return supported(n) ? std::make_unique<EmbeddingKernel>(n, true) : nullptr;
+  return supported(n, true) ? std::make_unique<EmbeddingKernel>(n, true) : nullptr;
 }
 
 }  // namespace stag

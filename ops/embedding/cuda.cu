@@ -84,12 +84,15 @@ void embedding(const Launch& l, const Tensor& ids, const Tensor& table, const Te
   const bool wide = ids.dtype == Dt::i64;
   if (out.dtype == Dt::f64)
     STAG_LAUNCH(gather_kernel<double>, blocks_for(n * d), kThreads, 0, stream_of(l))
-    (ids.data, wide, n, static_cast<const double*>(table.data), rows, d,
-     static_cast<double*>(out.data), bad_of(l));
-  else
-    STAG_LAUNCH(gather_kernel<float>, blocks_for(n * d), kThreads, 0, stream_of(l))
-    (ids.data, wide, n, static_cast<const float*>(table.data), rows, d,
-     static_cast<float*>(out.data), bad_of(l));
+  (ids.data, wide, n, static_cast<const double*>(table.data), rows, d,
+   static_cast<double*>(out.data), bad_of(l));
+  else if (out.dtype == Dt::bf16)  // rows copied bit for bit
+      STAG_LAUNCH(gather_kernel<std::uint16_t>, blocks_for(n * d), kThreads, 0, stream_of(l))(
+          ids.data, wide, n, static_cast<const std::uint16_t*>(table.data), rows, d,
+          static_cast<std::uint16_t*>(out.data), bad_of(l));
+  else STAG_LAUNCH(gather_kernel<float>, blocks_for(n * d), kThreads, 0, stream_of(l))(
+      ids.data, wide, n, static_cast<const float*>(table.data), rows, d,
+      static_cast<float*>(out.data), bad_of(l));
 }
 
 std::size_t embedding_backward_workspace(std::int64_t positions) {

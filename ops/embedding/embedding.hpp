@@ -1,8 +1,9 @@
 // embedding: look up one row of a table per integer id.
 //   embedding(ids [B, S] i32|i64, table [V, D]) -> [B, S, D]
 //   embedding(id [] i32, table [V, D])           -> [D]
-// ids may have any rank up to 5 and must be i32 or i64; the table is a [V, D] f32 or f64
-// tensor (usually a parameter) and gives the output its dtype. An id outside [0, V) is a
+// ids may have any rank up to 5 and must be i32 or i64; the table is a [V, D] f32, f64 or bf16
+// tensor (usually a parameter) and gives the output its dtype. A bf16 table (weights stored in
+// bf16 for inference, stag::bf16_weights) has no gradient. An id outside [0, V) is a
 // run-time stag::Error naming the node, the id's position and V (PyTorch raises an index error
 // on CPU and asserts on CUDA). No broadcasting. PyTorch: F.embedding(ids, table). No attrs.
 // Gradient: none for ids (no_grad bit 0); the table's is embedding_backward(ids, g), a
@@ -34,7 +35,7 @@ struct OpDef<OpId::embedding_backward> {
 namespace rules {
 constexpr ShapeResult embedding(const ShapeV& ids, DType ti, const ShapeV& table, DType tt) {
   if (!is_integer(ti)) return shape_fail(ShapeErr::index_dtype);
-  if (tt != DType::f32 && tt != DType::f64) return shape_fail(ShapeErr::dtype);
+  if (tt != DType::f32 && tt != DType::f64 && tt != DType::bf16) return shape_fail(ShapeErr::dtype);
   if (table.rank != 2 || ids.rank + 1 > kMaxRank) return shape_fail(ShapeErr::rank);
   ShapeV out = ids;
   out.dims[out.rank++] = table.dims[1];
@@ -56,8 +57,8 @@ constexpr auto embedding(Tensor<SI, TI> ids, Tensor<ST, TT> table) {
   STAG_SHAPE_CHECK(r.err != ShapeErr::index_dtype,
                    "stag::embedding: ids must be i32 or i64 (cast float ids with cast<i32>)", SI,
                    ST);
-  STAG_SHAPE_CHECK(r.err != ShapeErr::dtype, "stag::embedding: the table must be f32 or f64", SI,
-                   ST);
+  STAG_SHAPE_CHECK(r.err != ShapeErr::dtype, "stag::embedding: the table must be f32, f64 or bf16",
+                   SI, ST);
   STAG_SHAPE_CHECK(r.err != ShapeErr::rank,
                    "stag::embedding: the table must be [V, D] and ids may have at most 5 dims", SI,
                    ST);

@@ -7,6 +7,10 @@
 namespace stag {
 
 constexpr void OpDef<OpId::embedding>::vjp(VjpCtx& c) {
+  if (c.x(1).dtype() == DType::bf16)
+    throw GraphError(
+        "stag::embedding: a bf16 table has no gradient (weights stored in bf16 are for "
+        "inference; train with f32 weights, or stag::autocast for bf16 matmuls)");
   c.grads[1] = embedding_backward(c.x(0), c.g(), c.x(1).shape());
 }
 

@@ -271,8 +271,16 @@ FiniteReport check_finite(const NamedArrays& store,
     } else if (a.dtype() == DType::f64) {
       const double* x = a.data<double>();
       for (std::int64_t i = 0; i < n; ++i) note(x[i], i);
+    } else if (a.dtype() == DType::bf16) {  // the upper half of an f32, widened exactly
+      const auto* x = static_cast<const std::uint16_t*>(a.raw());
+      for (std::int64_t i = 0; i < n; ++i) {
+        const std::uint32_t bits = std::uint32_t{x[i]} << 16;
+        float v;
+        std::memcpy(&v, &bits, sizeof v);
+        note(v, i);
+      }
     } else {
-      for (std::int64_t i = 0; i < n; ++i) note(a.at(i), i);  // bf16
+      for (std::int64_t i = 0; i < n; ++i) note(a.at(i), i);
     }
   }
   return r;
