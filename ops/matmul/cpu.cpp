@@ -12,6 +12,13 @@
 #include <stag/ops/registry.hpp>
 
 namespace stag {
+
+// A few rows by a large [N, K] weight (a decode step), own kernel (cpu_matvec.cpp); nullptr
+// where it does not apply.
+std::unique_ptr<CpuKernel> matvec_kernel(const TensorView& a, const TensorView& b,
+                                         const TensorView& c, const std::vector<PostOp>& post,
+                                         const std::string& folded);
+
 namespace {
 
 void swap_last_two(TensorView& v) {
@@ -163,6 +170,7 @@ std::unique_ptr<CpuKernel> OpDef<OpId::matmul>::cpu(const CpuNode& n) {
     }
   }
   attr.set_post_ops(post_ops);
+  if (auto k = matvec_kernel(a, b, c, n.post, folded)) return k;
 
   const dnnl::engine& eng = n.ctx.eng;
   std::vector<OnednnKernel::Step> steps;

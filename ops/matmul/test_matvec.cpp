@@ -1,0 +1,83 @@
+// The own kernel for a few rows by a large [N, K] weight (ops/matmul/cpu_matvec.cpp, a decode
+// step): which matmuls take it, and its products against the reference evaluator's (sums in
+// double), in f32 and on bf16 operands, with the folded bias, scale and activations, on odd
+// sizes (a K tail shorter than a vector, N not a multiple of the 4-row blocks).
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include <stag/autodiff/autocast.hpp>
+#include <stag/ops/attention/tiled_bf16.hpp>
+
+#include "harness.hpp"
+
+namespace {
+using namespace stag;
+constexpr auto rows = sym<"rows">;
+
+// y = silu(x W1^T + b1) (bias and activation folded), z = (y W2^T) * 0.5 (scale folded), and a
+// plain gelu_tanh product; K = 300 (a tail of 12 bf16 / 12 f32 elements), N = 257 and 261.
+constexpr auto mlp = model([](Builder& g) {
+  auto x = input<"x", Shape<rows, 1, 300>>(g);
+  auto y = silu(linear<257>(g / "up", x));
+  auto z = matmul_nt(y, param<Shape<261, 257>>(g / "down", "weight")) * 0.5;
+  auto w = gelu_tanh(matmul_nt(x, param<Shape<261, 300>>(g / "side", "weight")));
+  return (z + w).named("out");
+});
+constexpr auto mlp16 = autocast<mlp>();
+
+int own_matvecs(const Session& s) {
+  std::istringstream lines(s.describe_kernels());
+  int n = 0;
+  for (std::string line; std::getline(lines, line);)
+    n += line.find("own matvec") != std::string::npos;
+  return n;
+}
+
+double relative_error(const Array& got, const Array& want) {
+  REQUIRE(got.dims() == want.dims());
+  const std::vector<double> g = got.to_doubles(), w = want.to_doubles();
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    diff = std::max(diff, std::abs(g[i] - w[i]));
+    scale = std::max(scale, std::abs(w[i]));
+  }
+  return diff / scale;
+}
+
+void check(const GraphView& g, bool cpu_has_it) {
+  for (std::int64_t m : {1, 2, 3, 4, 5}) {
+    INFO(m << " rows");
+    Session s(g, {.threads = 2, .seed = 7});
+    const NamedArrays in{{"x", th::random_array(f32, {m, 1, 300}, 3 + m)}};
+    s.set_inputs(in);
+    s.run();
+    INFO(s.describe_kernels());
+    // The three products of 1-4 rows; five rows go to oneDNN.
+    CHECK(own_matvecs(s) == (cpu_has_it && m <= 4 ? 3 : 0));
+    const Evaluation e = evaluate_reference(g, in, s.params());
+    // f32 sums of 300 products in 16 lanes: a few units of f32 rounding of the largest terms.
+    CHECK(relative_error(s.get("out"), e["out"]) <= 1e-5);
+  }
+}
+
+bool cpu_has_avx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+}
+
+TEST_CASE("a few rows by a large weight take the own matvec kernel, f32", "[matmul][matvec]") {
+  if (!cpu_has_avx512()) WARN("no AVX-512 on this CPU: oneDNN's kernel runs");
+  check(mlp, cpu_has_avx512());
+}
+
+TEST_CASE("a few rows by a large weight take the own matvec kernel, bf16 operands",
+          "[matmul][matvec][bf16]") {
+  // Both operands rounded to bf16 by autocast's casts: the reference multiplies the same bf16
+  // values exactly and sums in double.
+  if (!attn::cpu_has_bf16_dot()) WARN("no AVX512-BF16 on this CPU: oneDNN's kernel runs");
+  check(mlp16, attn::cpu_has_bf16_dot());
+}
+
+}  // namespace
