@@ -11,9 +11,11 @@
 // oneDNN's in the order of the sums only. Chosen where the CPU has the instructions; elsewhere
 // the oneDNN kernel runs as before.
 #include <immintrin.h>
+#include <omp.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -104,6 +106,72 @@ STAG_MATVEC_F32_TARGET void row_f32(const float* __restrict x, i64 ldx, const fl
   for (int m = 0; m < M; ++m) c[m * ldc] = lane_sum(_mm512_add_ps(acc0[m], acc1[m]));
 }
 
+// A weight stored as [K, N] rows (GPT-2's Conv1D, y = x W): y_m += x_mk W_k over weight rows
+// k0 .. k1 - 1, into the f32 partial sums y (M rows of N, row stride n), four weight rows per
+// pass over y. A thread streams its rows of W in order; the partial sums stay in L1 / L2.
+template <int M>
+STAG_MATVEC_F32_TARGET void axpy_f32(const float* __restrict x, i64 ldx, const float* __restrict w,
+                                     i64 ldw, i64 k0, i64 k1, i64 n, float* __restrict y) {
+  for (i64 k = k0; k < k1; k += 4) {
+    const int rows = static_cast<int>(std::min<i64>(4, k1 - k));
+    __m512 xb[M][4];
+    for (int m = 0; m < M; ++m)
+      for (int r = 0; r < 4; ++r) xb[m][r] = _mm512_set1_ps(r < rows ? x[m * ldx + k + r] : 0.f);
+    const float* wr[4];
+    for (int r = 0; r < 4; ++r) wr[r] = w + (k + std::min(r, rows - 1)) * ldw;
+    for (i64 j = 0; j < n; j += 16) {
+      const __mmask16 mask =
+          j + 16 <= n ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (n - j)) - 1);
+      __m512 wv[4];
+      for (int r = 0; r < 4; ++r) wv[r] = _mm512_maskz_loadu_ps(mask, wr[r] + j);
+      for (int m = 0; m < M; ++m) {
+        __m512 acc = _mm512_maskz_loadu_ps(mask, y + m * n + j);
+        for (int r = 0; r < 4; ++r) acc = _mm512_fmadd_ps(xb[m][r], wv[r], acc);
+        _mm512_mask_storeu_ps(y + m * n + j, mask, acc);
+      }
+    }
+  }
+}
+
+// The same for bf16 operands: each 16 bf16 weights widened exactly to f32 (a bf16 is the upper
+// half of an f32), then f32 FMAs.
+STAG_MATVEC_BF16_TARGET inline __m512 widen16(const u16* p, __mmask16 mask) {
+  const __m256i h = _mm256_maskz_loadu_epi16(mask, p);
+  // The zero-masked forms with every lane set: g++ 12 warns about the plain ones' operands.
+  return _mm512_castsi512_ps(
+      _mm512_maskz_slli_epi32(0xFFFF, _mm512_maskz_cvtepu16_epi32(0xFFFF, h), 16));
+}
+inline float bf16_value(u16 v) {
+  const std::uint32_t bits = std::uint32_t{v} << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+template <int M>
+STAG_MATVEC_BF16_TARGET void axpy_bf16(const u16* __restrict x, i64 ldx, const u16* __restrict w,
+                                       i64 ldw, i64 k0, i64 k1, i64 n, float* __restrict y) {
+  for (i64 k = k0; k < k1; k += 4) {
+    const int rows = static_cast<int>(std::min<i64>(4, k1 - k));
+    __m512 xb[M][4];
+    for (int m = 0; m < M; ++m)
+      for (int r = 0; r < 4; ++r)
+        xb[m][r] = _mm512_set1_ps(r < rows ? bf16_value(x[m * ldx + k + r]) : 0.f);
+    const u16* wr[4];
+    for (int r = 0; r < 4; ++r) wr[r] = w + (k + std::min(r, rows - 1)) * ldw;
+    for (i64 j = 0; j < n; j += 16) {
+      const __mmask16 mask =
+          j + 16 <= n ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (n - j)) - 1);
+      __m512 wv[4];
+      for (int r = 0; r < 4; ++r) wv[r] = widen16(wr[r] + j, mask);
+      for (int m = 0; m < M; ++m) {
+        __m512 acc = _mm512_maskz_loadu_ps(mask, y + m * n + j);
+        for (int r = 0; r < 4; ++r) acc = _mm512_fmadd_ps(xb[m][r], wv[r], acc);
+        _mm512_mask_storeu_ps(y + m * n + j, mask, acc);
+      }
+    }
+  }
+}
+
 // An activation the planner folded into the matmul, on one f32 value (in float: the
 // epilogue runs once per output, and double's exp cost a sixth of a 4864 x 896 product).
 float activate(OpId act, float x) {
@@ -126,13 +194,14 @@ float activate(OpId act, float x) {
 class MatvecKernel final : public CpuKernel {
  public:
   MatvecKernel(const TensorView& a, const TensorView& b, const TensorView& c,
-               std::vector<PostOp> post, std::string what)
-      : a_(a), b_(b), c_(c), post_(std::move(post)), what_(std::move(what)) {}
+               std::vector<PostOp> post, bool k_rows, std::string what)
+      : a_(a), b_(b), c_(c), post_(std::move(post)), k_rows_(k_rows), what_(std::move(what)) {}
 
   std::string describe() const override { return what_; }
 
   void run() override {
     const i64 m = a_.dims[0], k = a_.dims[1], n = c_.dims[1];
+    if (k_rows_) return run_k_rows(m, k, n);
     const i64 blocks = (n + kRows - 1) / kRows;
 #pragma omp parallel for schedule(static)
     for (i64 blk = 0; blk < blocks; ++blk) {
@@ -148,6 +217,62 @@ class MatvecKernel final : public CpuKernel {
 
  private:
   static constexpr i64 kRows = 64;  // weight rows per parallel block
+
+  // A [K, N] weight: thread t of T takes weight rows [t K / T, (t + 1) K / T) into its own
+  // partial sums, then each thread adds the T partial sums (in thread order, so the result
+  // does not depend on timing) for its share of the columns and runs the epilogue there.
+  void run_k_rows(i64 m, i64 k, i64 n) {
+    const int threads = std::max(1, omp_get_max_threads());
+    const std::size_t need = static_cast<std::size_t>(threads * m * n);
+    if (partial_.size() < need) partial_.resize(need);
+    float* partial = partial_.data();
+#pragma omp parallel num_threads(threads)
+    {
+      const int t = omp_get_thread_num(), used = omp_get_num_threads();
+      const i64 k0 = k * t / used, k1 = k * (t + 1) / used;
+      float* y = partial + static_cast<i64>(t) * m * n;
+      std::fill(y, y + m * n, 0.f);
+      if (k1 > k0) {
+        if (a_.dtype == DType::bf16)
+          axpy_dispatch<u16>(m, a_.as<const u16>(), b_.as<const u16>(), k0, k1, n, y);
+        else
+          axpy_dispatch<float>(m, a_.as<const float>(), b_.as<const float>(), k0, k1, n, y);
+      }
+#pragma omp barrier
+      const i64 j0 = n * t / used, j1 = n * (t + 1) / used;
+      for (i64 i = 0; i < m; ++i) {
+        float* c = c_.as<float>() + i * c_.strides[0];
+        for (i64 j = j0; j < j1; ++j) {
+          float sum = 0.f;
+          for (int u = 0; u < used; ++u) sum += partial[(static_cast<i64>(u) * m + i) * n + j];
+          c[j] = sum;
+        }
+      }
+      if (j1 > j0) epilogue(m, j0, j1 - j0);
+    }
+  }
+
+  template <class T>
+  void axpy_dispatch(i64 m, const T* x, const T* w, i64 k0, i64 k1, i64 n, float* y) const {
+    const i64 ldx = a_.strides[0], ldw = b_.strides[0];
+    const auto call = [&](auto rows) {
+      constexpr int M = decltype(rows)::value;
+      if constexpr (std::is_same_v<T, u16>)
+        axpy_bf16<M>(x, ldx, w, ldw, k0, k1, n, y);
+      else
+        axpy_f32<M>(x, ldx, w, ldw, k0, k1, n, y);
+    };
+    switch (m) {
+      case 1:
+        return call(std::integral_constant<int, 1>{});
+      case 2:
+        return call(std::integral_constant<int, 2>{});
+      case 3:
+        return call(std::integral_constant<int, 3>{});
+      default:
+        return call(std::integral_constant<int, 4>{});
+    }
+  }
 
   template <class T>
   void dispatch(i64 m, i64 rows, const T* x, const T* w, i64 k, i64 n0) {
@@ -195,6 +320,8 @@ class MatvecKernel final : public CpuKernel {
 
   TensorView a_, b_, c_;
   std::vector<PostOp> post_;
+  bool k_rows_;                 // the weight is [K, N] rows, not [N, K]
+  std::vector<float> partial_;  // per thread: M x N partial sums (k_rows_)
   std::string what_;
 };
 
@@ -219,7 +346,12 @@ std::unique_ptr<CpuKernel> matvec_kernel(const TensorView& a, const TensorView& 
   const std::int64_t m = a.dims[0], k = a.dims[1], n = b.dims[1];
   // Few rows, and a weight large enough (256 KiB and up in f32) that reading it dominates.
   if (m < 1 || m > 4 || k < 1 || n < 1 || k * n < (std::int64_t{1} << 16)) return nullptr;
-  if (a.strides[1] != 1 || b.strides[0] != 1 || b.strides[1] < k || !c.contiguous()) return nullptr;
+  if (a.strides[1] != 1 || !c.contiguous()) return nullptr;
+  // The weight's rows: [N, K] (read transposed, matmul_nt: b's strides {1, >= K}) or [K, N]
+  // (b's strides {>= N, 1}).
+  const bool n_rows = b.strides[0] == 1 && b.strides[1] >= k;
+  const bool k_rows = !n_rows && b.strides[1] == 1 && b.strides[0] >= n;
+  if (!n_rows && !k_rows) return nullptr;
   const bool bf16 = a.dtype == DType::bf16 && b.dtype == DType::bf16;
   const bool f32 = a.dtype == DType::f32 && b.dtype == DType::f32;
   if (!(bf16 && attn::cpu_has_bf16_dot()) && !(f32 && cpu_has_avx512())) return nullptr;
@@ -233,10 +365,10 @@ std::unique_ptr<CpuKernel> matvec_kernel(const TensorView& a, const TensorView& 
     if (po.kind == PostOp::Kind::bias &&
         (po.bias.dtype != DType::f32 || po.bias.numel() != n || !po.bias.contiguous()))
       return nullptr;
-  return std::make_unique<MatvecKernel>(a, b, c, post,
-                                        std::string("own matvec (") +
-                                            (bf16 ? "avx512_bf16 dot products" : "avx512 fma") +
-                                            ")" + folded);
+  std::string how =
+      bf16 ? (k_rows ? "bf16 widened, avx512 fma" : "avx512_bf16 dot products") : "avx512 fma";
+  if (k_rows) how += ", [K, N] weight";
+  return std::make_unique<MatvecKernel>(a, b, c, post, k_rows, "own matvec (" + how + ")" + folded);
 }
 
 }  // namespace stag

@@ -1,7 +1,8 @@
 // The own kernel for a few rows by a large [N, K] weight (ops/matmul/cpu_matvec.cpp, a decode
-// step): which matmuls take it, and its products against the reference evaluator's (sums in
-// double), in f32 and on bf16 operands, with the folded bias, scale and activations, on odd
-// sizes (a K tail shorter than a vector, N not a multiple of the 4-row blocks).
+// step; the weight stored [N, K] or [K, N]): which matmuls take it, and its products against the
+// reference evaluator's (sums in double), in f32 and on bf16 operands, with the folded bias, scale
+// and activations, on odd sizes (a K tail shorter than a vector, N not a multiple of the 4-row
+// blocks).
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -15,22 +16,35 @@ namespace {
 using namespace stag;
 constexpr auto rows = sym<"rows">;
 
-// y = silu(x W1^T + b1) (bias and activation folded), z = (y W2^T) * 0.5 (scale folded), and a
-// plain gelu_tanh product; K = 300 (a tail of 12 bf16 / 12 f32 elements), N = 257 and 261.
+// y = silu(x W1^T + b1) (bias and activation folded), z = (y W2^T) * 0.5 (scale folded), a
+// plain gelu_tanh product, and relu(x W3 + b3) with W3 stored [K, N]; K = 300 (a tail of 12
+// bf16 / 12 f32 elements; 150 weight rows per thread, not a multiple of 4), N = 257 and 261.
 constexpr auto mlp = model([](Builder& g) {
   auto x = input<"x", Shape<rows, 1, 300>>(g);
   auto y = silu(linear<257>(g / "up", x));
   auto z = matmul_nt(y, param<Shape<261, 257>>(g / "down", "weight")) * 0.5;
   auto w = gelu_tanh(matmul_nt(x, param<Shape<261, 300>>(g / "side", "weight")));
-  return (z + w).named("out");
+  auto v = relu(linear_in_out<261>(g / "conv", x));  // a [K, N] weight (GPT-2's Conv1D)
+  return (z + w + v).named("out");
 });
 constexpr auto mlp16 = autocast<mlp>();
+// Products large enough (300 x 16411 multiply-adds per row) to run on both threads rather than
+// as small nodes on one: the [N, K] rows split between the threads, and the [K, N] weight's
+// 300 rows split into two partial sums that are then added.
+constexpr auto wide = model([](Builder& g) {
+  auto x = input<"x", Shape<rows, 1, 300>>(g);
+  auto a = matmul_nt(x, param<Shape<16411, 300>>(g / "nt", "weight"));
+  return (a + relu(linear_in_out<16411>(g / "conv", x))).named("out");
+});
+constexpr auto wide16 = autocast<wide>();
 
-int own_matvecs(const Session& s) {
+// The nodes on the own matvec kernel; with `one_thread`, those the planner runs on one thread.
+int own_matvecs(const Session& s, bool one_thread = false) {
   std::istringstream lines(s.describe_kernels());
   int n = 0;
   for (std::string line; std::getline(lines, line);)
-    n += line.find("own matvec") != std::string::npos;
+    n += line.find("own matvec") != std::string::npos &&
+         (!one_thread || line.find("[1 thread") != std::string::npos);
   return n;
 }
 
@@ -45,7 +59,7 @@ double relative_error(const Array& got, const Array& want) {
   return diff / scale;
 }
 
-void check(const GraphView& g, bool cpu_has_it) {
+void check(const GraphView& g, bool cpu_has_it, int products) {
   for (std::int64_t m : {1, 2, 3, 4, 5}) {
     INFO(m << " rows");
     Session s(g, {.threads = 2, .seed = 7});
@@ -53,8 +67,9 @@ void check(const GraphView& g, bool cpu_has_it) {
     s.set_inputs(in);
     s.run();
     INFO(s.describe_kernels());
-    // The three products of 1-4 rows; five rows go to oneDNN.
-    CHECK(own_matvecs(s) == (cpu_has_it && m <= 4 ? 3 : 0));
+    // The products of 1-4 rows; five rows go to oneDNN.
+    CHECK(own_matvecs(s) == (cpu_has_it && m <= 4 ? products : 0));
+    if (products == 2) CHECK(own_matvecs(s, true) == 0);
     const Evaluation e = evaluate_reference(g, in, s.params());
     // f32 sums of 300 products in 16 lanes: a few units of f32 rounding of the largest terms.
     CHECK(relative_error(s.get("out"), e["out"]) <= 1e-5);
@@ -69,7 +84,8 @@ bool cpu_has_avx512() {
 
 TEST_CASE("a few rows by a large weight take the own matvec kernel, f32", "[matmul][matvec]") {
   if (!cpu_has_avx512()) WARN("no AVX-512 on this CPU: oneDNN's kernel runs");
-  check(mlp, cpu_has_avx512());
+  check(mlp, cpu_has_avx512(), 4);
+  check(wide, cpu_has_avx512(), 2);
 }
 
 TEST_CASE("a few rows by a large weight take the own matvec kernel, bf16 operands",
@@ -77,7 +93,8 @@ TEST_CASE("a few rows by a large weight take the own matvec kernel, bf16 operand
   // Both operands rounded to bf16 by autocast's casts: the reference multiplies the same bf16
   // values exactly and sums in double.
   if (!attn::cpu_has_bf16_dot()) WARN("no AVX512-BF16 on this CPU: oneDNN's kernel runs");
-  check(mlp16, attn::cpu_has_bf16_dot());
+  check(mlp16, attn::cpu_has_bf16_dot(), 4);
+  check(wide16, attn::cpu_has_bf16_dot(), 2);
 }
 
 }  // namespace
