@@ -77,6 +77,18 @@ double compare_logits(const Array& got, const SafetensorsFile& ref, std::int64_t
   return worst;
 }
 
+// Greedy generation from the reference's prompt gives its continuation, token for token.
+void check_greedy(Generator& gen, const SafetensorsFile& ref) {
+  const std::vector<std::int32_t> prompt = ints(ref.tensors.at("greedy/prompt"));
+  const std::vector<std::int32_t> want = ints(ref.tensors.at("greedy/new"));
+  const GenerateResult r =
+      gen.generate_ids(prompt, {.max_new_tokens = static_cast<int>(want.size()),
+                                .sample = {.temperature = 0.0},
+                                .add_bos = false,
+                                .stop_at_eos = false});
+  CHECK(r.new_ids == want);
+}
+
 void check_against_reference(const std::string& name, const std::string& preset) {
   const hf::Model m = hf::load(fixture(name), kTinyPresets);
   REQUIRE(m.preset->name == preset);
@@ -104,14 +116,7 @@ void check_against_reference(const std::string& name, const std::string& preset)
   }
   SECTION("greedy generation gives the reference's tokens") {
     Generator gen(*m.preset, m.weights, std::nullopt, {.threads = 1});
-    const std::vector<std::int32_t> prompt = ints(ref.tensors.at("greedy/prompt"));
-    const std::vector<std::int32_t> want = ints(ref.tensors.at("greedy/new"));
-    const GenerateResult r =
-        gen.generate_ids(prompt, {.max_new_tokens = static_cast<int>(want.size()),
-                                  .sample = {.temperature = 0.0},
-                                  .add_bos = false,
-                                  .stop_at_eos = false});
-    CHECK(r.new_ids == want);
+    check_greedy(gen, ref);
   }
 }
 
@@ -149,16 +154,11 @@ void check_bf16_weights(const std::string& name) {
   for (std::int64_t r = 0; r < ref.tensors.at("ids").dims()[0]; ++r)
     worst = std::max(worst, compare_logits(gen.step(reference_row(ref, r), 0), ref, r, 0));
   INFO(name << ": largest error " << worst);
-  CHECK(worst > 1e-4);                  // the f32 path's bound: this one ran in bf16
-  CHECK(worst <= std::ldexp(1.0, -5));  // 4 steps of bf16 (2^-7 relative each)
-  const std::vector<std::int32_t> prompt = ints(ref.tensors.at("greedy/prompt"));
-  const std::vector<std::int32_t> want = ints(ref.tensors.at("greedy/new"));
-  const GenerateResult r =
-      gen.generate_ids(prompt, {.max_new_tokens = static_cast<int>(want.size()),
-                                .sample = {.temperature = 0.0},
-                                .add_bos = false,
-                                .stop_at_eos = false});
-  CHECK(r.new_ids == want);
+  CHECK(worst > 1e-4);  // the f32 path's bound: this one ran in bf16
+  // A few bf16 roundings of the activations (2^-8 relative each), compounded over the layers;
+  // measured 0.014 (GPT-2), 0.015 (Llama), 0.029 (Qwen2).
+  CHECK(worst <= std::ldexp(1.0, -5));
+  check_greedy(gen, ref);
   CHECK(gen.session()
             .params()
             .at(m.preset->config->arch == LmArch::gpt2 ? "wte.weight" : "embed_tokens.weight")

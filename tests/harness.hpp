@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -75,6 +76,18 @@ inline void require_close(const Array& got, const std::vector<double>& want, dou
 inline void require_close(const Array& got, const Array& want, double tol = 1e-6) {
   REQUIRE(got.dims() == want.dims());
   require_close(got, want.to_doubles(), tol);
+}
+
+// max |got - want| over max |want|: an error relative to the tensor's scale.
+inline double relative_error(const Array& got, const Array& want) {
+  REQUIRE(got.dims() == want.dims());
+  const std::vector<double> g = got.to_doubles(), w = want.to_doubles();
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    diff = std::max(diff, std::abs(g[i] - w[i]));
+    scale = std::max(scale, std::abs(w[i]));
+  }
+  return scale > 0 ? diff / scale : diff;
 }
 
 inline void require_gradcheck(const stag::GraphView& train, const stag::NamedArrays& inputs,

@@ -73,18 +73,6 @@ NamedArrays mlp_inputs() {
   return {{"x", th::random_array(f32, {3, 5, 12}, 11)}};
 }
 
-// max |got - want| over max |want|.
-double relative_error(const Array& got, const Array& want) {
-  REQUIRE(got.dims() == want.dims());
-  const std::vector<double> g = got.to_doubles(), w = want.to_doubles();
-  double diff = 0, scale = 0;
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    diff = std::max(diff, std::abs(g[i] - w[i]));
-    scale = std::max(scale, std::abs(w[i]));
-  }
-  return scale > 0 ? diff / scale : diff;
-}
-
 const char* const kGrads[] = {"grad/x",           "grad/enc.l1.weight",
                               "grad/enc.l1.bias", "grad/dec.l2.weight",
                               "grad/dec.l2.bias", "grad/dec.tied"};
@@ -119,7 +107,7 @@ TEST_CASE("bf16 matmuls on oneDNN equal the reference evaluator's", "[autocast]"
   for (const char* gname : kGrads) {
     INFO(gname);
     CHECK(s.get(gname).dtype() == f32);
-    CHECK(relative_error(s.get(gname), e[gname]) <= std::ldexp(1.0, -7));
+    CHECK(th::relative_error(s.get(gname), e[gname]) <= std::ldexp(1.0, -7));
   }
 }
 
@@ -137,7 +125,7 @@ TEST_CASE("bf16 gradients follow the f32 model's", "[autocast]") {
   CHECK(std::abs(s16.result() - s32.result()) <= 0.02 * std::abs(s32.result()));
   for (const char* gname : kGrads) {
     INFO(gname);
-    const double err = relative_error(s16.get(gname), s32.get(gname));
+    const double err = th::relative_error(s16.get(gname), s32.get(gname));
     CHECK(err <= 0.03);
     CHECK(err > 0);  // it did run in bf16
   }
@@ -173,8 +161,8 @@ TEST_CASE("bf16 batched matmuls with broadcast batch dims, forward and backward"
     INFO(gname);
     CHECK(s16.get(gname).dtype() == f32);
     CHECK(s16.get(gname).dims() == s32.get(gname).dims());
-    CHECK(relative_error(s16.get(gname), e[gname]) <= std::ldexp(1.0, -7));
-    const double err = relative_error(s16.get(gname), s32.get(gname));
+    CHECK(th::relative_error(s16.get(gname), e[gname]) <= std::ldexp(1.0, -7));
+    const double err = th::relative_error(s16.get(gname), s32.get(gname));
     CHECK(err <= 0.03);
     CHECK(err > 0);
   }
@@ -348,9 +336,10 @@ TEST_CASE("the fused attention on bf16 q, k and v equals the reference evaluator
     INFO(name);
     ++grads;
     CHECK(s.get(o.node).dtype() == f32);
-    CHECK(relative_error(s.get(o.node),
-                         e[std::string(kGradPrefix) + GraphView(small_grad16).name(o.grad_of)]) <=
-          std::ldexp(1.0, -7));
+    CHECK(
+        th::relative_error(s.get(o.node),
+                           e[std::string(kGradPrefix) + GraphView(small_grad16).name(o.grad_of)]) <=
+        std::ldexp(1.0, -7));
   }
   CHECK(grads > 8);
 }
@@ -427,7 +416,7 @@ TEST_CASE("bf16_weights gives autocast's results with the weights stored in bf16
   CHECK(a.to_doubles() == b.to_doubles());
   // And the reference evaluator agrees on the bf16-weight graph (sums in double).
   const Evaluation e = evaluate_reference(tied_w16, in, w16.params());
-  CHECK(relative_error(b, e["logits"]) <= std::ldexp(1.0, -7));
+  CHECK(th::relative_error(b, e["logits"]) <= std::ldexp(1.0, -7));
 }
 
 TEST_CASE("a bf16 table has no gradient: bf16_weights is for inference", "[autocast]") {

@@ -291,7 +291,7 @@ if(TARGET stag-generate)
   set(generate $<TARGET_FILE:stag-generate>)
   set(lm_ckpt ${smoke}/lm/model.safetensors)
   stag_add_checked_test(NAME stag_train.lm_generate DEPENDS stag_train.lm NEEDS ${lm_ckpt}
-    MATCH "model: small \\(char tokeniser\\).*tokens_per_s: " VALUES "new_tokens >= 1"
+    MATCH "model: small \\(char tokeniser, f32 weights\\).*tokens_per_s: " VALUES "new_tokens >= 1"
     COMMAND ${generate} --checkpoint ${lm_ckpt} --prompt "The " --max-new-tokens 16 --threads 1 --seed 2)
   # It translates with the encoder-decoder checkpoints of stag_train.g2p and stag_train.seq2seq,
   # and runs a beam search with the language model's.

@@ -48,17 +48,6 @@ int own_matvecs(const Session& s, bool one_thread = false) {
   return n;
 }
 
-double relative_error(const Array& got, const Array& want) {
-  REQUIRE(got.dims() == want.dims());
-  const std::vector<double> g = got.to_doubles(), w = want.to_doubles();
-  double diff = 0, scale = 0;
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    diff = std::max(diff, std::abs(g[i] - w[i]));
-    scale = std::max(scale, std::abs(w[i]));
-  }
-  return diff / scale;
-}
-
 void check(const GraphView& g, bool cpu_has_it, int products) {
   for (std::int64_t m : {1, 2, 3, 4, 5}) {
     INFO(m << " rows");
@@ -72,7 +61,7 @@ void check(const GraphView& g, bool cpu_has_it, int products) {
     if (products == 2) CHECK(own_matvecs(s, true) == 0);
     const Evaluation e = evaluate_reference(g, in, s.params());
     // f32 sums of 300 products in 16 lanes: a few units of f32 rounding of the largest terms.
-    CHECK(relative_error(s.get("out"), e["out"]) <= 1e-5);
+    CHECK(th::relative_error(s.get("out"), e["out"]) <= 1e-5);
   }
 }
 
