@@ -24,8 +24,9 @@ namespace {
 // of microseconds to wake on these VMs, spinning ones about one, so the limits are 16x higher
 // with passive waiting. STAG_SMALL_NODE_WORK=<scale> multiplies them (0: every node uses every
 // thread), a measurement knob.
-constexpr double kSmallMatmulWork = 1 << 18;   // multiply-adds
-constexpr double kSmallElementWork = 1 << 15;  // elements in and out
+constexpr double kSmallMatmulWork = 1 << 18;    // multiply-adds
+constexpr double kSmallElementWork = 1 << 15;   // elements in and out
+constexpr double kLargeOperandBytes = 1 << 21;  // a matmul operand this large is never small
 
 double small_node_limit_scale() {
   static const double scale = [] {
@@ -42,6 +43,11 @@ bool is_small_node(OpId op, const CpuNode& cn) {
   const auto numel = [](const TensorView& v) { return static_cast<double>(v.numel()); };
   const double scale = small_node_limit_scale();
   if (scale == 0.0) return false;
+  // A product that reads a large operand once (a decode step's weight of 2 MiB and up) is bound
+  // by memory: both cores' bandwidth is worth a thread's wake-up (GPT-2's bf16 decode step).
+  if (op == OpId::matmul && cn.in.size() >= 2 &&
+      numel(cn.in[1]) * static_cast<double>(dtype_size(cn.in[1].dtype)) >= kLargeOperandBytes)
+    return false;
   if ((op == OpId::matmul || op == OpId::attention) && cn.in.size() >= 2 && cn.in[0].rank >= 1 &&
       cn.in[1].rank >= 2) {
     // The reduced dimension: the second-to-last of a transposed left operand (a weight's
