@@ -6,10 +6,12 @@
 // row once, in order, and dots it with the M input rows held in L1:
 //   bf16 operands: vdpbf16ps (AVX512-BF16), 32 products per instruction, f32 sums;
 //   f32 operands: AVX-512 FMA, 16 per instruction.
+// On a CPU without those (AVX2 + FMA only, or AVX-512 without AVX512-BF16 for bf16 operands)
+// the same loops run on 8 lanes: the input rows widened once to f32, bf16 weights widened 8 at a
+// time as they stream by (a bf16 is the upper half of an f32, so the products are the same).
 // The folded consumers (bias, scale, activation) run on each finished output in f32. Each
-// output is one f32 dot product (partial sums in 16 lanes, then added), so results differ from
-// oneDNN's in the order of the sums only. Chosen where the CPU has the instructions; elsewhere
-// the oneDNN kernel runs as before.
+// output is one f32 dot product (partial sums in 16 or 8 lanes, then added), so results differ
+// from oneDNN's in the order of the sums only. Without AVX2 and FMA the oneDNN kernel runs.
 #include <immintrin.h>
 #include <omp.h>
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -34,6 +37,7 @@
 #define STAG_MATVEC_BF16_TARGET \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
 #define STAG_MATVEC_F32_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
+#define STAG_MATVEC_AVX2_TARGET __attribute__((target("avx2,fma")))
 
 namespace stag {
 namespace {
@@ -172,6 +176,98 @@ STAG_MATVEC_BF16_TARGET void axpy_bf16(const u16* __restrict x, i64 ldx, const u
   }
 }
 
+// AVX2 + FMA, 8 lanes: x in f32 (bf16 rows widened once per run), the weight in f32 or bf16.
+STAG_MATVEC_AVX2_TARGET inline __m256 load8(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+STAG_MATVEC_AVX2_TARGET inline __m256 load8(const u16* p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+inline float value(float v) {
+  return v;
+}
+inline float value(u16 v) {
+  return bf16_value(v);
+}
+
+STAG_MATVEC_AVX2_TARGET inline float lane_sum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// row_bf16 / row_f32 on 8 lanes; the K tail (under 16) in scalar code.
+template <int M, class W>
+STAG_MATVEC_AVX2_TARGET void row_avx2(const float* __restrict x, i64 ldx, const W* __restrict w,
+                                      i64 k, float* __restrict c, i64 ldc) {
+  __m256 acc0[M], acc1[M];
+  for (int m = 0; m < M; ++m) acc0[m] = acc1[m] = _mm256_setzero_ps();
+  i64 i = 0;
+  for (; i + 16 <= k; i += 16) {
+    const __m256 w0 = load8(w + i), w1 = load8(w + i + 8);
+    for (int m = 0; m < M; ++m) {
+      acc0[m] = _mm256_fmadd_ps(_mm256_loadu_ps(x + m * ldx + i), w0, acc0[m]);
+      acc1[m] = _mm256_fmadd_ps(_mm256_loadu_ps(x + m * ldx + i + 8), w1, acc1[m]);
+    }
+  }
+  for (int m = 0; m < M; ++m) {
+    float sum = lane_sum8(_mm256_add_ps(acc0[m], acc1[m]));
+    for (i64 j = i; j < k; ++j) sum += x[m * ldx + j] * value(w[j]);
+    c[m * ldc] = sum;
+  }
+}
+
+// axpy_f32 / axpy_bf16 on 8 lanes; the N tail (under 8) in scalar code.
+template <int M, class W>
+STAG_MATVEC_AVX2_TARGET void axpy_avx2(const float* __restrict x, i64 ldx, const W* __restrict w,
+                                       i64 ldw, i64 k0, i64 k1, i64 n, float* __restrict y) {
+  for (i64 k = k0; k < k1; k += 4) {
+    const int rows = static_cast<int>(std::min<i64>(4, k1 - k));
+    float xs[M][4];
+    __m256 xb[M][4];
+    for (int m = 0; m < M; ++m)
+      for (int r = 0; r < 4; ++r) {
+        xs[m][r] = r < rows ? x[m * ldx + k + r] : 0.f;
+        xb[m][r] = _mm256_set1_ps(xs[m][r]);
+      }
+    const W* wr[4];
+    for (int r = 0; r < 4; ++r) wr[r] = w + (k + std::min(r, rows - 1)) * ldw;
+    i64 j = 0;
+    for (; j + 8 <= n; j += 8) {
+      __m256 wv[4];
+      for (int r = 0; r < 4; ++r) wv[r] = load8(wr[r] + j);
+      for (int m = 0; m < M; ++m) {
+        __m256 acc = _mm256_loadu_ps(y + m * n + j);
+        for (int r = 0; r < 4; ++r) acc = _mm256_fmadd_ps(xb[m][r], wv[r], acc);
+        _mm256_storeu_ps(y + m * n + j, acc);
+      }
+    }
+    for (; j < n; ++j)
+      for (int m = 0; m < M; ++m) {
+        float acc = y[m * n + j];
+        for (int r = 0; r < 4; ++r) acc += xs[m][r] * value(wr[r][j]);
+        y[m * n + j] = acc;
+      }
+  }
+}
+
+// f(std::integral_constant<int, M>{}) for the m = 1-4 rows of x.
+template <class F>
+void with_rows(i64 m, F&& f) {
+  switch (m) {
+    case 1:
+      return f(std::integral_constant<int, 1>{});
+    case 2:
+      return f(std::integral_constant<int, 2>{});
+    case 3:
+      return f(std::integral_constant<int, 3>{});
+    default:
+      return f(std::integral_constant<int, 4>{});
+  }
+}
+
 // An activation the planner folded into the matmul, on one f32 value (in float: the
 // epilogue runs once per output, and double's exp cost a sixth of a 4864 x 896 product).
 float activate(OpId act, float x) {
@@ -194,29 +290,79 @@ float activate(OpId act, float x) {
 class MatvecKernel final : public CpuKernel {
  public:
   MatvecKernel(const TensorView& a, const TensorView& b, const TensorView& c,
-               std::vector<PostOp> post, bool k_rows, std::string what)
-      : a_(a), b_(b), c_(c), post_(std::move(post)), k_rows_(k_rows), what_(std::move(what)) {}
+               std::vector<PostOp> post, bool k_rows, bool avx2, std::string what)
+      : a_(a),
+        b_(b),
+        c_(c),
+        post_(std::move(post)),
+        k_rows_(k_rows),
+        bf16_(a.dtype == DType::bf16),
+        avx2_(avx2),
+        what_(std::move(what)) {}
 
   std::string describe() const override { return what_; }
 
   void run() override {
     const i64 m = a_.dims[0], k = a_.dims[1], n = c_.dims[1];
+    if (avx2_) widen_x(m, k);
     if (k_rows_) return run_k_rows(m, k, n);
     const i64 blocks = (n + kRows - 1) / kRows;
 #pragma omp parallel for schedule(static)
     for (i64 blk = 0; blk < blocks; ++blk) {
       const i64 n0 = blk * kRows, rows = std::min<i64>(kRows, n - n0);
-      if (a_.dtype == DType::bf16)
-        dispatch<u16>(m, rows, a_.as<const u16>(), b_.as<const u16>() + n0 * b_.strides[1], k, n0);
-      else
-        dispatch<float>(m, rows, a_.as<const float>(), b_.as<const float>() + n0 * b_.strides[1], k,
-                        n0);
+      float* c = c_.as<float>() + n0;
+      with_rows(m, [&](auto mm) {
+        for (i64 r = 0; r < rows; ++r) row<decltype(mm)::value>(n0 + r, k, c + r);
+      });
       epilogue(m, n0, rows);
     }
   }
 
  private:
   static constexpr i64 kRows = 64;  // weight rows per parallel block
+
+  // The AVX2 loops read x in f32: bf16 rows widened into x32_ (exactly), f32 rows as they are.
+  void widen_x(i64 m, i64 k) {
+    if (!bf16_) {
+      x_ = a_.as<const float>();
+      ldx_ = a_.strides[0];
+      return;
+    }
+    if (x32_.size() < static_cast<std::size_t>(m * k)) x32_.resize(static_cast<std::size_t>(m * k));
+    for (i64 i = 0; i < m; ++i)
+      for (i64 j = 0; j < k; ++j)
+        x32_[i * k + j] = bf16_value(a_.as<const u16>()[i * a_.strides[0] + j]);
+    x_ = x32_.data();
+    ldx_ = k;
+  }
+
+  // c[m * ldc] = x_m . (weight row r) for the M rows of x, on the chosen instructions.
+  template <int M>
+  void row(i64 r, i64 k, float* c) const {
+    const i64 off = r * b_.strides[1], ldc = c_.strides[0];
+    if (avx2_ && bf16_)
+      row_avx2<M>(x_, ldx_, b_.as<const u16>() + off, k, c, ldc);
+    else if (avx2_)
+      row_avx2<M>(x_, ldx_, b_.as<const float>() + off, k, c, ldc);
+    else if (bf16_)
+      row_bf16<M>(a_.as<const u16>(), a_.strides[0], b_.as<const u16>() + off, k, c, ldc);
+    else
+      row_f32<M>(a_.as<const float>(), a_.strides[0], b_.as<const float>() + off, k, c, ldc);
+  }
+
+  // y_m += x_mk W_k over weight rows k0 .. k1 - 1 of a [K, N] weight.
+  template <int M>
+  void axpy(i64 k0, i64 k1, i64 n, float* y) const {
+    const i64 ldw = b_.strides[0];
+    if (avx2_ && bf16_)
+      axpy_avx2<M>(x_, ldx_, b_.as<const u16>(), ldw, k0, k1, n, y);
+    else if (avx2_)
+      axpy_avx2<M>(x_, ldx_, b_.as<const float>(), ldw, k0, k1, n, y);
+    else if (bf16_)
+      axpy_bf16<M>(a_.as<const u16>(), a_.strides[0], b_.as<const u16>(), ldw, k0, k1, n, y);
+    else
+      axpy_f32<M>(a_.as<const float>(), a_.strides[0], b_.as<const float>(), ldw, k0, k1, n, y);
+  }
 
   // A [K, N] weight: thread t of T takes weight rows [t K / T, (t + 1) K / T) into its own
   // partial sums, then each thread adds the T partial sums (in thread order, so the result
@@ -232,12 +378,7 @@ class MatvecKernel final : public CpuKernel {
       const i64 k0 = k * t / used, k1 = k * (t + 1) / used;
       float* y = partial + static_cast<i64>(t) * m * n;
       std::fill(y, y + m * n, 0.f);
-      if (k1 > k0) {
-        if (a_.dtype == DType::bf16)
-          axpy_dispatch<u16>(m, a_.as<const u16>(), b_.as<const u16>(), k0, k1, n, y);
-        else
-          axpy_dispatch<float>(m, a_.as<const float>(), b_.as<const float>(), k0, k1, n, y);
-      }
+      if (k1 > k0) with_rows(m, [&](auto mm) { axpy<decltype(mm)::value>(k0, k1, n, y); });
 #pragma omp barrier
       const i64 j0 = n * t / used, j1 = n * (t + 1) / used;
       for (i64 i = 0; i < m; ++i) {
@@ -249,54 +390,6 @@ class MatvecKernel final : public CpuKernel {
         }
       }
       if (j1 > j0) epilogue(m, j0, j1 - j0);
-    }
-  }
-
-  template <class T>
-  void axpy_dispatch(i64 m, const T* x, const T* w, i64 k0, i64 k1, i64 n, float* y) const {
-    const i64 ldx = a_.strides[0], ldw = b_.strides[0];
-    const auto call = [&](auto rows) {
-      constexpr int M = decltype(rows)::value;
-      if constexpr (std::is_same_v<T, u16>)
-        axpy_bf16<M>(x, ldx, w, ldw, k0, k1, n, y);
-      else
-        axpy_f32<M>(x, ldx, w, ldw, k0, k1, n, y);
-    };
-    switch (m) {
-      case 1:
-        return call(std::integral_constant<int, 1>{});
-      case 2:
-        return call(std::integral_constant<int, 2>{});
-      case 3:
-        return call(std::integral_constant<int, 3>{});
-      default:
-        return call(std::integral_constant<int, 4>{});
-    }
-  }
-
-  template <class T>
-  void dispatch(i64 m, i64 rows, const T* x, const T* w, i64 k, i64 n0) {
-    float* c = c_.as<float>() + n0;
-    const i64 ldx = a_.strides[0], ldw = b_.strides[1], ldc = c_.strides[0];
-    switch (m) {
-      case 1:
-        return block<T, 1>(x, ldx, w, ldw, k, rows, c, ldc);
-      case 2:
-        return block<T, 2>(x, ldx, w, ldw, k, rows, c, ldc);
-      case 3:
-        return block<T, 3>(x, ldx, w, ldw, k, rows, c, ldc);
-      default:
-        return block<T, 4>(x, ldx, w, ldw, k, rows, c, ldc);
-    }
-  }
-
-  template <class T, int M>
-  static void block(const T* x, i64 ldx, const T* w, i64 ldw, i64 k, i64 rows, float* c, i64 ldc) {
-    for (i64 r = 0; r < rows; ++r) {
-      if constexpr (std::is_same_v<T, u16>)
-        row_bf16<M>(x, ldx, w + r * ldw, k, c + r, ldc);
-      else
-        row_f32<M>(x, ldx, w + r * ldw, k, c + r, ldc);
     }
   }
 
@@ -321,7 +414,12 @@ class MatvecKernel final : public CpuKernel {
   TensorView a_, b_, c_;
   std::vector<PostOp> post_;
   bool k_rows_;                 // the weight is [K, N] rows, not [N, K]
+  bool bf16_;                   // bf16 operands (else f32)
+  bool avx2_;                   // the 8-lane AVX2 loops (else AVX-512)
   std::vector<float> partial_;  // per thread: M x N partial sums (k_rows_)
+  std::vector<float> x32_;      // AVX2 on bf16 operands: the rows of x widened to f32
+  const float* x_ = nullptr;    // AVX2: the rows of x in f32, ldx_ apart
+  i64 ldx_ = 0;
   std::string what_;
 };
 
@@ -332,6 +430,27 @@ bool cpu_has_avx512() {
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   }();
   return has;
+}
+
+bool cpu_has_avx2() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
+  return has;
+}
+
+// STAG_OWN_MATVEC in the environment: unset or 1, the widest instructions the CPU has; 0,
+// oneDNN's kernel (to compare the two); avx2, the AVX2 loops even where AVX-512 is there (to
+// test and time them on such a host). Read at each plan, so a test can switch it.
+enum class Choice { best, off, avx2 };
+Choice requested_path() {
+  const char* e = std::getenv("STAG_OWN_MATVEC");
+  if (e == nullptr || std::string_view(e) == "1") return Choice::best;
+  if (std::string_view(e) == "0") return Choice::off;
+  if (std::string_view(e) == "avx2") return Choice::avx2;
+  throw std::invalid_argument("STAG_OWN_MATVEC is \"" + std::string(e) +
+                              "\"; it takes 0 (oneDNN's kernel), 1 (the default) or avx2");
 }
 
 }  // namespace
@@ -354,21 +473,22 @@ std::unique_ptr<CpuKernel> matvec_kernel(const TensorView& a, const TensorView& 
   if (!n_rows && !k_rows) return nullptr;
   const bool bf16 = a.dtype == DType::bf16 && b.dtype == DType::bf16;
   const bool f32 = a.dtype == DType::f32 && b.dtype == DType::f32;
-  if (!(bf16 && attn::cpu_has_bf16_dot()) && !(f32 && cpu_has_avx512())) return nullptr;
-  // STAG_OWN_MATVEC=0 in the environment keeps oneDNN's kernel (to compare the two).
-  static const bool enabled = [] {
-    const char* e = std::getenv("STAG_OWN_MATVEC");
-    return e == nullptr || std::string_view(e) != "0";
-  }();
-  if (!enabled) return nullptr;
+  if (!bf16 && !f32) return nullptr;
+  const Choice choice = requested_path();
+  if (choice == Choice::off) return nullptr;
+  // AVX-512 (with AVX512-BF16 for bf16 operands) where the CPU has it, else AVX2 + FMA.
+  const bool wide = choice == Choice::best && (bf16 ? attn::cpu_has_bf16_dot() : cpu_has_avx512());
+  if (!wide && !cpu_has_avx2()) return nullptr;
   for (const PostOp& po : post)
     if (po.kind == PostOp::Kind::bias &&
         (po.bias.dtype != DType::f32 || po.bias.numel() != n || !po.bias.contiguous()))
       return nullptr;
-  std::string how =
-      bf16 ? (k_rows ? "bf16 widened, avx512 fma" : "avx512_bf16 dot products") : "avx512 fma";
+  std::string how = !wide  ? (bf16 ? "bf16 widened, avx2 fma" : "avx2 fma")
+                    : bf16 ? (k_rows ? "bf16 widened, avx512 fma" : "avx512_bf16 dot products")
+                           : "avx512 fma";
   if (k_rows) how += ", [K, N] weight";
-  return std::make_unique<MatvecKernel>(a, b, c, post, k_rows, "own matvec (" + how + ")" + folded);
+  return std::make_unique<MatvecKernel>(a, b, c, post, k_rows, !wide,
+                                        "own matvec (" + how + ")" + folded);
 }
 
 }  // namespace stag

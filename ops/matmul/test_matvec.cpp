@@ -5,7 +5,11 @@
 // blocks).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <optional>
 #include <sstream>
+#include <string>
+#include <string_view>
 
 #include <stag/autodiff/autocast.hpp>
 #include <stag/ops/attention/tiled_bf16.hpp>
@@ -38,17 +42,18 @@ constexpr auto wide = model([](Builder& g) {
 });
 constexpr auto wide16 = autocast<wide>();
 
-// The nodes on the own matvec kernel; with `one_thread`, those the planner runs on one thread.
-int own_matvecs(const Session& s, bool one_thread = false) {
+// The nodes on the own matvec kernel whose description also has `what`.
+int own_matvecs(const Session& s, std::string_view what) {
   std::istringstream lines(s.describe_kernels());
   int n = 0;
   for (std::string line; std::getline(lines, line);)
-    n += line.find("own matvec") != std::string::npos &&
-         (!one_thread || line.find("[1 thread") != std::string::npos);
+    n += line.find("own matvec") != std::string::npos && line.find(what) != std::string::npos;
   return n;
 }
 
-void check(const GraphView& g, bool cpu_has_it, int products) {
+// `path`: the description of the instructions the own kernel should use, empty where the CPU
+// has none it takes (oneDNN's kernel then runs every product).
+void check(const GraphView& g, std::string_view path, int products) {
   for (std::int64_t m : {1, 2, 3, 4, 5}) {
     INFO(m << " rows");
     Session s(g, {.threads = 2, .seed = 7});
@@ -57,10 +62,13 @@ void check(const GraphView& g, bool cpu_has_it, int products) {
     s.run();
     INFO(s.describe_kernels());
     // The products of 1-4 rows; five rows go to oneDNN.
-    CHECK(own_matvecs(s) == (cpu_has_it && m <= 4 ? products : 0));
-    if (products == 2) CHECK(own_matvecs(s, true) == 0);
+    const int expected = !path.empty() && m <= 4 ? products : 0;
+    CHECK(own_matvecs(s, "") == expected);
+    CHECK(own_matvecs(s, path) == expected);
+    if (products == 2) CHECK(own_matvecs(s, "[1 thread") == 0);
     const Evaluation e = evaluate_reference(g, in, s.params());
-    // f32 sums of 300 products in 16 lanes: a few units of f32 rounding of the largest terms.
+    // f32 sums of 300 products in 16 or 8 lanes: a few units of f32 rounding of the largest
+    // terms.
     CHECK(th::relative_error(s.get("out"), e["out"]) <= 1e-5);
   }
 }
@@ -70,20 +78,83 @@ bool cpu_has_avx512() {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
 }
+bool cpu_has_avx2() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+// STAG_OWN_MATVEC set for one scope, its earlier value put back after.
+class MatvecEnv {
+ public:
+  explicit MatvecEnv(const char* value) {
+    if (const char* e = std::getenv("STAG_OWN_MATVEC")) old_ = e;
+    ::setenv("STAG_OWN_MATVEC", value, 1);
+  }
+  ~MatvecEnv() {
+    if (old_)
+      ::setenv("STAG_OWN_MATVEC", old_->c_str(), 1);
+    else
+      ::unsetenv("STAG_OWN_MATVEC");
+  }
+  MatvecEnv(const MatvecEnv&) = delete;
+  MatvecEnv& operator=(const MatvecEnv&) = delete;
+
+ private:
+  std::optional<std::string> old_;
+};
 
 TEST_CASE("a few rows by a large weight take the own matvec kernel, f32", "[matmul][matvec]") {
-  if (!cpu_has_avx512()) WARN("no AVX-512 on this CPU: oneDNN's kernel runs");
-  check(mlp, cpu_has_avx512(), 4);
-  check(wide, cpu_has_avx512(), 2);
+  const MatvecEnv best("1");
+  const std::string_view path = cpu_has_avx512() ? "(avx512 fma" : cpu_has_avx2() ? "avx2 fma" : "";
+  if (path.empty()) WARN("neither AVX-512 nor AVX2 + FMA on this CPU: oneDNN's kernel runs");
+  check(mlp, path, 4);
+  check(wide, path, 2);
 }
 
 TEST_CASE("a few rows by a large weight take the own matvec kernel, bf16 operands",
           "[matmul][matvec][bf16]") {
   // Both operands rounded to bf16 by autocast's casts: the reference multiplies the same bf16
-  // values exactly and sums in double.
-  if (!attn::cpu_has_bf16_dot()) WARN("no AVX512-BF16 on this CPU: oneDNN's kernel runs");
-  check(mlp16, attn::cpu_has_bf16_dot(), 4);
-  check(wide16, attn::cpu_has_bf16_dot(), 2);
+  // values exactly and sums in double. With AVX512-BF16 the [N, K] products use its dot
+  // products and the [K, N] ones widen the weight; without it, the AVX2 loops widen both.
+  const MatvecEnv best("1");
+  if (attn::cpu_has_bf16_dot()) {
+    check(mlp16, "avx512", 4);
+    check(wide16, "avx512", 2);
+  } else {
+    if (!cpu_has_avx2()) WARN("neither AVX512-BF16 nor AVX2 + FMA here: oneDNN's kernel runs");
+    check(mlp16, cpu_has_avx2() ? "avx2 fma" : "", 4);
+    check(wide16, cpu_has_avx2() ? "avx2 fma" : "", 2);
+  }
+}
+
+TEST_CASE("STAG_OWN_MATVEC=avx2 runs the AVX2 loops on a CPU that has AVX-512 too",
+          "[matmul][matvec][bf16]") {
+  // What an AVX2-only host runs, checked on every host that has AVX2 (with AVX-512 or not).
+  if (!cpu_has_avx2()) {
+    WARN("no AVX2 + FMA on this CPU: the AVX2 loops cannot run here");
+    return;
+  }
+  const MatvecEnv avx2("avx2");
+  check(mlp, "(avx2 fma", 4);
+  check(wide, "(avx2 fma", 2);
+  check(mlp16, "(bf16 widened, avx2 fma", 4);
+  check(wide16, "(bf16 widened, avx2 fma", 2);
+}
+
+TEST_CASE("STAG_OWN_MATVEC=0 keeps oneDNN's kernel; another value is an error naming it",
+          "[matmul][matvec]") {
+  {
+    const MatvecEnv off("0");
+    check(mlp, "", 4);
+  }
+  const MatvecEnv bad("avx9");
+  const auto plan = [] {
+    Session s(mlp, {.threads = 2, .seed = 7});
+    s.set_inputs({{"x", th::random_array(f32, {1, 1, 300}, 3)}});
+    s.run();
+  };
+  REQUIRE_THROWS_WITH(plan(), Catch::Contains("STAG_OWN_MATVEC is \"avx9\"") &&
+                                  Catch::Contains("0 (oneDNN's kernel), 1 (the default) or avx2"));
 }
 
 }  // namespace
