@@ -4,6 +4,9 @@
 // named in `wrt`). The result is again a compile-time Graph that static_assert can inspect.
 #pragma once
 
+#include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <stag/ops/registry.hpp>
@@ -49,6 +52,61 @@ inline constexpr std::array<VjpFn, kOpCount> kVjpOrMissing = {
 #undef STAG_X
 };
 
+// The error for the first parameter stored in bf16 (an empty Text when there is none): a
+// bf16_weights graph is for inference, and a gradient of a bf16 weight would be rounded to bf16
+// and update a bf16 copy (AdamW's small steps vanish in its 8-bit mantissa).
+inline constexpr std::string_view kBf16ParamWhy =
+    "' is stored in bf16 (stag::bf16_weights graphs are for inference); train with f32 "
+    "weights, or stag::autocast for bf16 matmuls with f32 master weights";
+constexpr Text bf16_param_text(const GraphView& g) {
+  Text t;
+  for (int n = 0; n < g.size(); ++n) {
+    const Node& nd = g.node(n);
+    if (!(nd.flags & kFlagParam) || nd.dtype != DType::bf16) continue;
+    char buf[256] = {};
+    const int len = g.write_name(nd.scope, nd.leaf, buf);
+    t.put("stag::grad: parameter '");
+    t.put(len < 0 ? std::string_view("<long name>") : std::string_view(buf, len));
+    t.put(kBf16ParamWhy);
+    return t;
+  }
+  return t;
+}
+
+// The parameter's name as a type clang prints (show::name<'t', 'o', 'k', ...>): the part of
+// the text between its first two quotes.
+template <Text T>
+constexpr int quoted_start() {
+  int i = 0;
+  while (i < T.n && T.c[i] != '\'') ++i;
+  return i + 1;
+}
+template <Text T>
+constexpr int quoted_length() {
+  int i = quoted_start<T>();
+  while (i < T.n && T.c[i] != '\'') ++i;
+  return i - quoted_start<T>();
+}
+template <Text T, std::size_t... I>
+show::name<T.c[quoted_start<T>() + static_cast<int>(I)]...> quoted_name(std::index_sequence<I...>);
+
+// One compile error naming the parameter (the text above: g++ prints it in the type of the
+// incomplete shape_error; clang prints the static_assert's message and the name as a type).
+template <Text T>
+struct bf16_param_report {
+#if defined(__clang__)
+  static_assert(
+      ::stag::shape_check<false,
+                          decltype(quoted_name<T>(std::make_index_sequence<quoted_length<T>()>{}))>,
+      "stag::grad: a parameter is stored in bf16 (stag::bf16_weights graphs are for "
+      "inference); train with f32 weights, or stag::autocast for bf16 matmuls with f32 master "
+      "weights");
+  static constexpr std::size_t size = 1;
+#else
+  static constexpr std::size_t size = sizeof(shape_error<as_message<T>()>);
+#endif
+};
+
 constexpr Builder builder_from(const GraphView& g) {
   Builder b;
   b.reserve(derived_bound(g, 6));  // room for a training graph (see Builder::reserve)
@@ -74,6 +132,8 @@ constexpr int append_backward(Builder& b, std::span<const std::string_view> wrt_
     throw GraphError("stag::grad: the loss must be a floating point scalar (shape [])");
   const int n_fwd = b.size();
   const GraphView fv = b.view();
+  if (const detail::Text bad = detail::bf16_param_text(fv); bad.n > 0)
+    throw GraphError(std::string(bad.c, static_cast<std::size_t>(bad.n)));
 
   // snippet-begin: docs-autodiff-1
   // Which nodes carry gradient: parameters, requested inputs, and float nodes fed by them.
@@ -230,7 +290,13 @@ constexpr Builder build_grad() {
 // Gradients are outputs named `grad/<parameter name>`.
 template <const auto& G, fixed_string... Wrt>
 consteval auto grad() {
-  return freeze_once<&detail::build_grad<G, Wrt...>, derived_bound(G.view(), 6)>();
+  // A bf16 parameter is one error that names it; the model itself is returned, not built into
+  // a training graph, so that the lines using the result do not fail too.
+  constexpr detail::Text bad = detail::bf16_param_text(G.view());
+  if constexpr (bad.n > 0)
+    return (void)detail::bf16_param_report<bad>::size, G;
+  else
+    return freeze_once<&detail::build_grad<G, Wrt...>, derived_bound(G.view(), 6)>();
 }
 
 }  // namespace stag

@@ -235,8 +235,13 @@ consteval auto train_step() {
   static_assert(!(Opt.in_backward && Opt.clip_norm > 0),
                 "stag::train_step: in_backward updates each parameter before the global gradient "
                 "norm is known, so it cannot clip; set clip_norm = 0 or in_backward = false");
-  // One build (see BoundedGraph); two only if the training graph outgrows its bound.
-  return freeze_once<&detail::build_train<G, Opt>, derived_bound(G.view(), 6)>();
+  // A bf16 parameter is one error that names it (see grad()); the model itself is returned so
+  // that the lines using the result do not fail too.
+  constexpr detail::Text bad = detail::bf16_param_text(G.view());
+  if constexpr (bad.n > 0)
+    return (void)detail::bf16_param_report<bad>::size, G;
+  else  // One build (see BoundedGraph); two only if the training graph outgrows its bound.
+    return freeze_once<&detail::build_train<G, Opt>, derived_bound(G.view(), 6)>();
 }
 
 }  // namespace stag

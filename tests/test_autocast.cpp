@@ -422,10 +422,17 @@ TEST_CASE("bf16_weights gives autocast's results with the weights stored in bf16
   CHECK(th::relative_error(b, e["logits"]) <= std::ldexp(1.0, -7));
 }
 
-TEST_CASE("a bf16 table has no gradient: bf16_weights is for inference", "[autocast]") {
-  // What grad<tied_w16>() would do at compile time, where the same GraphError stops it.
+TEST_CASE("grad refuses a parameter stored in bf16, by name: bf16_weights is for inference",
+          "[autocast]") {
+  // At compile time grad<tied_loss16>() stops with this text (tests/compile_fail/
+  // grad_bf16_weights.cpp); a graph differentiated at run time gets it as a GraphError.
   Builder b = detail::builder_from(tied_loss16.view());
-  CHECK_THROWS_WITH(append_backward(b), Catch::Contains("a bf16 table has no gradient"));
+  CHECK_THROWS_WITH(append_backward(b),
+                    Catch::Contains("stag::grad: parameter 'tok.embed' is stored in bf16 "
+                                    "(stag::bf16_weights graphs are for inference)"));
+  // The first one in the graph's order is named; none of an autocast graph's (f32) is.
+  CHECK(detail::bf16_param_text(tied_loss16.view()).n > 0);
+  CHECK(detail::bf16_param_text(tied16.view()).n == 0);
 }
 
 std::vector<double> curve(const GraphView& g, const NamedArrays& start) {
