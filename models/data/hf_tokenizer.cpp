@@ -1,8 +1,9 @@
 // Implementation of HfTokenizer (see hf_tokenizer.hpp). Merges run on a linked list of symbols
 // with a min-heap of candidate pairs ordered by (rank, position), as Hugging Face's tokenizers
 // do: a chunk of n bytes costs O(n log n), not O(n^2), which matters for long runs of letters
-// (Chinese text has no spaces) or whitespace.
+// (Chinese text has no spaces) or whitespace. Writing the files back: hf_tokenizer_save.cpp.
 #include <stag/models/data/hf_tokenizer.hpp>
+#include <stag/models/data/hf_tokenizer_detail.hpp>
 
 #include <algorithm>
 #include <array>
@@ -21,7 +22,8 @@ namespace stag::data {
 
 namespace {
 
-constexpr std::string_view kWho = "stag::data: HfTokenizer: ";
+using detail::kMeta;
+constexpr std::string_view kWho = detail::kHfWho;
 
 // GPT-2's byte-to-unicode table: printable Latin-1 bytes stand for themselves, the others
 // (controls, space, 0x7F-0xA0, 0xAD) for U+0100 onwards, in byte order.
@@ -59,7 +61,6 @@ int byte_of_token(std::string_view t) {
   }
   return v;
 }
-constexpr std::string_view kMeta = "\u2581";  // "▁", SentencePiece's space
 
 std::string byte_char_utf8(unsigned char b) {
   std::string s;
@@ -613,117 +614,6 @@ std::string HfTokenizer::decode(std::span<const std::int32_t> ids, bool skip_spe
   flush();
   if (metaspace_ && !out.empty() && out.front() == ' ') out.erase(0, 1);
   return out;
-}
-
-namespace {
-
-void write_text(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  f.close();
-  if (!f) throw Error(std::string(kWho) + "could not write " + path.string());
-}
-
-}  // namespace
-
-void HfTokenizer::save_gpt2_files(const std::filesystem::path& folder) const {
-  if (pattern_ != kGpt2Pattern || add_prefix_space_ || ignore_merges_)
-    throw Error(std::string(kWho) +
-                "vocab.json + merges.txt hold GPT-2's pre-tokeniser only; "
-                "save this one as tokenizer.json");
-  nlohmann::ordered_json vocab = nlohmann::ordered_json::object();
-  for (std::size_t i = 0; i < tokens_.size(); ++i)
-    if (!tokens_[i].empty() && ids_.contains(tokens_[i])) vocab[tokens_[i]] = i;
-  write_text(folder / "vocab.json", vocab.dump());
-  std::string merges = "#version: 0.2\n";
-  for (const auto& [a, b] : merges_) merges += token(a) + " " + token(b) + "\n";
-  write_text(folder / "merges.txt", merges);
-}
-
-void HfTokenizer::save_tokenizer_json(const std::filesystem::path& path) const {
-  using J = nlohmann::ordered_json;
-  J j = J::object();
-  j["version"] = "1.0";
-  j["truncation"] = nullptr;
-  j["padding"] = nullptr;
-  J added = J::array();
-  std::vector<AddedToken> by_id = added_;
-  std::sort(by_id.begin(), by_id.end(), [](auto& x, auto& y) { return x.id < y.id; });
-  for (const AddedToken& a : by_id)
-    added.push_back({{"id", a.id},
-                     {"content", a.content},
-                     {"single_word", false},
-                     {"lstrip", false},
-                     {"rstrip", false},
-                     {"normalized", false},
-                     {"special", a.special}});
-  j["added_tokens"] = added;
-  J vocab = J::object();
-  for (std::size_t i = 0; i < tokens_.size(); ++i)
-    if (!tokens_[i].empty() && ids_.contains(tokens_[i])) vocab[tokens_[i]] = i;
-  J merges = J::array();
-  for (const auto& [a, b] : merges_) merges.push_back(token(a) + " " + token(b));
-  const J post = post_processor_.empty() ? J() : J::parse(post_processor_);
-  if (metaspace_) {  // Llama 2's layout
-    const std::string meta(kMeta);
-    j["normalizer"] = {
-        {"type", "Sequence"},
-        {"normalizers",
-         J::array({{{"type", "Prepend"}, {"prepend", meta}},
-                   {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", meta}}})}};
-    j["pre_tokenizer"] = nullptr;
-    j["post_processor"] = post;
-    j["decoder"] = {
-        {"type", "Sequence"},
-        {"decoders",
-         J::array({{{"type", "Replace"}, {"pattern", {{"String", meta}}}, {"content", " "}},
-                   {{"type", "ByteFallback"}},
-                   {{"type", "Fuse"}},
-                   {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}};
-    j["model"] = {{"type", "BPE"},
-                  {"dropout", nullptr},
-                  {"unk_token", unk_id_ >= 0 ? J(token(unk_id_)) : J()},
-                  {"continuing_subword_prefix", nullptr},
-                  {"end_of_word_suffix", nullptr},
-                  {"fuse_unk", fuse_unk_},
-                  {"byte_fallback", byte_fallback_},
-                  {"ignore_merges", ignore_merges_},
-                  {"vocab", vocab},
-                  {"merges", merges}};
-    write_text(path, j.dump(2));
-    return;
-  }
-  j["normalizer"] = nullptr;
-  const J byte_level = {{"type", "ByteLevel"},
-                        {"add_prefix_space", add_prefix_space_},
-                        {"trim_offsets", true},
-                        {"use_regex", pattern_ == kGpt2Pattern}};
-  if (pattern_ == kGpt2Pattern) {
-    j["pre_tokenizer"] = byte_level;
-  } else {
-    j["pre_tokenizer"] = {{"type", "Sequence"},
-                          {"pretokenizers", J::array({{{"type", "Split"},
-                                                       {"pattern", {{"Regex", pattern_}}},
-                                                       {"behavior", "Isolated"},
-                                                       {"invert", false}},
-                                                      byte_level})}};
-  }
-  j["post_processor"] = post;
-  j["decoder"] = {{"type", "ByteLevel"},
-                  {"add_prefix_space", true},
-                  {"trim_offsets", true},
-                  {"use_regex", true}};
-  j["model"] = {{"type", "BPE"},
-                {"dropout", nullptr},
-                {"unk_token", nullptr},
-                {"continuing_subword_prefix", ""},
-                {"end_of_word_suffix", ""},
-                {"fuse_unk", false},
-                {"byte_fallback", false},
-                {"ignore_merges", ignore_merges_},
-                {"vocab", vocab},
-                {"merges", merges}};
-  write_text(path, j.dump(2));
 }
 
 }  // namespace stag::data
