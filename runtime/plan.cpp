@@ -4,7 +4,7 @@
 #include <numeric>
 #include <string>
 
-#include <stag/runtime/cpu/kernel_tables.hpp>
+#include <stag/ops/op_traits.hpp>
 #include <stag/runtime/cpu/make_kernel.hpp>
 #include <stag/runtime/plan.hpp>
 #include <stag/runtime/plan_rules.hpp>
@@ -111,7 +111,7 @@ struct PlanBuilder {
   static std::size_t idx(int i) { return static_cast<std::size_t>(i); }
   // Which inputs a consumer's kernel reads through any strides, on the plan's device.
   std::uint32_t strided_bits(OpCode op) const {
-    return opts.device != nullptr ? opts.device->strided(op_id(op)) : kCpuStrided[op.value];
+    return opts.device != nullptr ? opts.device->strided(op_id(op)) : cpu_strided(op);
   }
   // The node whose bytes a view (alias) node shows.
   int source(int n) const {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include <stag/runtime/cpu/kernel_tables.hpp>
+#include <stag/ops/op_traits.hpp>
 #include <stag/runtime/plan_rules.hpp>
 
 namespace stag {

@@ -1,7 +1,7 @@
 // The reference evaluator: binds symbols, then runs each node's reference kernel in order.
 #include <array>
 
-#include <stag/runtime/cpu/kernel_tables.hpp>
+#include <stag/ops/op_traits.hpp>
 #include <stag/runtime/reference.hpp>
 
 namespace stag {

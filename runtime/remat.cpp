@@ -7,7 +7,7 @@
 #include <numeric>
 #include <sstream>
 
-#include <stag/runtime/cpu/kernel_tables.hpp>
+#include <stag/ops/op_traits.hpp>
 #include <stag/runtime/remat.hpp>
 #include <stag/runtime/trace.hpp>
 

@@ -2,6 +2,7 @@
 # runtime < models; apps, bench, tests and docs may include any. Tests next to the code
 # (test_*.cpp) may include any layer too. Run as: cmake -DROOT=<source dir> -P layers.cmake.
 # To add a layer, add it to `layers` in order; to allow one include across, add it to `allowed`.
+# Inside runtime/, the same for its parts (runtime_parts, runtime_may_include_<part>, below).
 set(layers graph ops autodiff runtime models)
 # ops/cpu_kernel.hpp gives kernels scratch Arrays: the host tensor type (runtime/array.hpp) is
 # the one runtime header below the runtime, since it depends on ops/kernel.hpp alone.
@@ -34,8 +35,57 @@ foreach(i RANGE ${last})
     endforeach()
   endforeach()
 endforeach()
+
+# Inside the runtime: its core (the files directly in runtime/: sessions, planning, the memory
+# plan, the reference evaluator) includes none of its parts; each part includes the core and the
+# parts named for it here. The planner reaches the CPU backend through its one entry
+# (runtime/cpu/make_kernel.hpp) until the CPU backend is a DeviceBackend like CUDA's.
+set(runtime_parts cpu cuda dist onnx train viz)
+set(runtime_may_include_cpu "")
+set(runtime_may_include_cuda "")
+set(runtime_may_include_dist "")
+set(runtime_may_include_onnx "")
+set(runtime_may_include_train dist)
+set(runtime_may_include_viz dist train)
+set(runtime_allowed "runtime/plan.cpp:runtime/cpu/make_kernel.hpp")
+# The part of the runtime a path (runtime/...) belongs to: one of runtime_parts, or core.
+function(runtime_part path out)
+  set(part core)
+  foreach(p ${runtime_parts})
+    if(path MATCHES "^runtime/${p}/")
+      set(part ${p})
+    endif()
+  endforeach()
+  set(${out} ${part} PARENT_SCOPE)
+endfunction()
+file(GLOB_RECURSE files RELATIVE ${ROOT} ${ROOT}/runtime/*.hpp ${ROOT}/runtime/*.cpp ${ROOT}/runtime/*.cu)
+foreach(f ${files})
+  get_filename_component(name ${f} NAME)
+  if(name MATCHES "^test_")
+    continue()
+  endif()
+  runtime_part(${f} from)
+  file(STRINGS ${ROOT}/${f} includes REGEX "^#include <stag/runtime/")
+  foreach(inc ${includes})
+    string(REGEX REPLACE "^#include <stag/([^>]*)>.*" "\\1" target "${inc}")
+    runtime_part(${target} to)
+    if(to STREQUAL "core" OR to STREQUAL from)
+      continue()
+    endif()
+    if(NOT from STREQUAL "core")
+      list(FIND runtime_may_include_${from} ${to} ok)
+    else()
+      set(ok -1)
+    endif()
+    list(FIND runtime_allowed "${f}:${target}" exception)
+    if(ok EQUAL -1 AND exception EQUAL -1)
+      list(APPEND failures "${f} (runtime ${from}) includes <stag/${target}> (runtime ${to})")
+    endif()
+  endforeach()
+endforeach()
+
 if(failures)
   list(JOIN failures "\n  " text)
   message(FATAL_ERROR "includes that go up a layer:\n  ${text}")
 endif()
-message(STATUS "layers: no include goes up (${layers})")
+message(STATUS "layers: no include goes up (${layers}; inside runtime, the core below ${runtime_parts})")

@@ -180,6 +180,10 @@ class PostOpsKernel final : public CpuKernel {
 
 }  // namespace
 
+std::uint8_t cpu_strided(OpCode op) {
+  return kCpuStrided[op.value];
+}
+
 std::unique_ptr<CpuKernel> make_cpu_kernel(const CpuNode& cn) {
   const GraphView& g = cn.g;
   const int n = cn.node;

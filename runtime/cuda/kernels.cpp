@@ -8,8 +8,8 @@
 
 #include <stag/ops/attention/positions.hpp>
 #include <stag/ops/cache_write/position.hpp>
+#include <stag/ops/op_traits.hpp>
 #include <stag/runtime/array.hpp>
-#include <stag/runtime/cpu/kernel_tables.hpp>
 #include <stag/runtime/cuda/backend.hpp>
 #include <stag/runtime/cuda/kernels.hpp>
 
