@@ -1,7 +1,8 @@
-// The CPU backend's kernel interface. An op provides `OpDef<Id>::cpu(const CpuNode&)` in
-// ops/<op>/cpu.cpp, returning a kernel built once at plan time (oneDNN primitive descriptors
-// and primitives, or an own kernel) whose run() executes one step. Returning nullptr means
-// "not for this configuration": the planner falls back to the op's reference kernel.
+// The CPU backend: what its kernels share (oneDNN engine, primitives, staging). An op provides
+// `OpDef<Id>::cpu(const KernelNode&)` (ops/kernel_node.hpp, the interface every backend
+// implements) in ops/<op>/cpu.cpp, returning a kernel built once at plan time (oneDNN primitive
+// descriptors and primitives, or an own kernel) whose run() executes one step. Returning nullptr
+// means "not for this configuration": the planner falls back to the op's reference kernel.
 #pragma once
 
 #include <atomic>
@@ -14,6 +15,7 @@
 #include <dnnl.hpp>
 
 #include <stag/ops/kernel.hpp>
+#include <stag/ops/kernel_node.hpp>
 #include <stag/ops/op.hpp>
 #include <stag/runtime/array.hpp>
 
@@ -29,41 +31,6 @@ struct CpuContext {
   // made or found when they were built, so a later plan of the same graph replaces the entry
   // without disturbing an earlier plan's kernels.
   std::map<std::pair<const void*, int>, std::shared_ptr<std::vector<float>>> handoff;
-};
-
-// What a kernel factory sees: the node, its concrete input and output views (data pointers
-// are final: buffers are planned before kernels are made), and the run state it reads.
-// Work the planner folded into a node's kernel (today: a matmul's consumers): the bias add,
-// a constant scale, then an activation, applied in this order.
-struct PostOp {
-  enum class Kind : std::uint8_t { bias, scale, eltwise };
-  Kind kind = Kind::bias;
-  TensorView bias;    // Kind::bias: [N], broadcast over the rows
-  float scale = 1.f;  // Kind::scale
-  OpId act{};         // Kind::eltwise: relu, gelu, gelu_tanh, silu, sigmoid or tanh
-  int node = -1;      // the graph node this folds in
-};
-
-struct CpuNode {
-  const GraphView& g;
-  int node = -1;
-  std::vector<TensorView> in;
-  TensorView out;
-  CpuContext& ctx;
-  const RunState& state;
-  std::vector<PostOp> post{};  // only for ops that declare cpu_post_ops (matmul)
-
-  const Node& n() const { return g.node(node); }
-  const Attrs& attr() const { return g.attr(node); }
-  std::string name() const { return g.name(node); }
-};
-
-class CpuKernel {
- public:
-  virtual ~CpuKernel() = default;
-  virtual void run() = 0;
-  // What executes the node, e.g. "onednn matmul (brg:avx512_core)" or "own embedding".
-  virtual std::string describe() const = 0;
 };
 
 // Counts oneDNN primitive creations (tests prove that steady-state steps create none).
@@ -88,7 +55,7 @@ std::string impl_name(const dnnl::primitive_desc_base& pd);
 namespace stag {
 
 // A kernel that executes oneDNN primitives (usually one) with memories bound at plan time.
-class OnednnKernel final : public CpuKernel {
+class OnednnKernel final : public Kernel {
  public:
   struct Step {
     dnnl::primitive prim;
@@ -177,9 +144,9 @@ namespace stag {
 
 // Base of own kernels: keeps the node's views and can run the op's reference kernel, which
 // own kernels use to report bad data (an id out of range) with the reference's exact message.
-class OwnKernel : public CpuKernel {
+class OwnKernel : public Kernel {
  public:
-  OwnKernel(const CpuNode& n, KernelFn reference, std::string what)
+  OwnKernel(const KernelNode& n, KernelFn reference, std::string what)
       : g_(n.g),
         node_(n.node),
         in_(n.in),

@@ -42,9 +42,9 @@ using VjpFn = void (*)(VjpCtx&);
 // Arguments of a reference kernel; defined in ops/kernel.hpp (run-time code).
 struct KernelArgs;
 using KernelFn = void (*)(const KernelArgs&);
-// The CPU backend's kernels (ops/cpu_kernel.hpp): OpDef<Id>::cpu builds one per node.
-class CpuKernel;
-struct CpuNode;
+// A backend's kernel of one planned node (ops/kernel_node.hpp): OpDef<Id>::cpu builds the CPU's.
+class Kernel;
+struct KernelNode;
 
 // Specialised once per op in ops/<name>/<name>.hpp.
 template <OpId Id>

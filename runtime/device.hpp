@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include <stag/ops/cpu_kernel.hpp>
+#include <stag/ops/kernel_node.hpp>
 
 namespace stag {
 
@@ -77,7 +77,7 @@ class DeviceBackend {
                                                       bool graphs) = 0;
   // The kernel of one node (views point into device memory), or a stag::Error that names the
   // op and the node when this backend cannot run it (an unsupported op, dtype or layout).
-  virtual std::unique_ptr<CpuKernel> make_kernel(const CpuNode& n, DevicePlanState& s) = 0;
+  virtual std::unique_ptr<Kernel> make_kernel(const KernelNode& n, DevicePlanState& s) = 0;
   // After a step's kernels are enqueued: waits for them and throws the Error of the first bad
   // input a kernel reported (the same message as the CPU's), then clears the report.
   virtual void finish_step(DevicePlanState& s) = 0;

@@ -437,7 +437,7 @@ struct PlanBuilder {
       NodePlan& p = plan->nodes[idx(n)];
       if (p.kind != NodePlan::Kind::compute) continue;
       const Node& nd = g.node(n);
-      CpuNode cn{g, n, {}, p.view, ctx, state};
+      KernelNode cn{g, n, {}, p.view, ctx, state};
       for (int k = 0; k < nd.nin; ++k) cn.in.push_back(plan->nodes[idx(nd.in[k])].view);
       cn.post = post[idx(n)];
       for (PostOp& po : cn.post)

@@ -97,7 +97,7 @@ struct NodePlan {
   int buffer = -1;        // arena buffer holding the value (-1: external or dead)
   bool in_place = false;  // writes over one of its inputs' buffer
   TensorView view;        // dims, strides and final data pointer
-  std::unique_ptr<CpuKernel> kernel;
+  std::unique_ptr<Kernel> kernel;
   std::string kernel_name;  // "reference", "onednn ...", "own ...", "view"
   std::vector<int> deps;    // compute nodes that must finish first (data and memory reuse)
   int folded_into = -1;     // a node folded into a matmul (kind alias): that matmul

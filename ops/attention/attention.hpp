@@ -44,7 +44,7 @@ struct OpDef<OpId::attention> {
   static constexpr OpInfo info{"attention", "attention", -1, 0};
   static constexpr void vjp(VjpCtx&);
   static void reference(const KernelArgs&);
-  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  static std::unique_ptr<Kernel> cpu(const KernelNode&);
   static constexpr std::uint8_t cpu_strided = 0b1111;  // q, k, v and the mask may be views
 };
 // dq. Inputs: q, k, v, o (the forward's output), do, and the forward's further inputs (keep
@@ -53,7 +53,7 @@ template <>
 struct OpDef<OpId::attention_backward> {
   static constexpr OpInfo info{"attention_backward", "dattention", -1};
   static void reference(const KernelArgs&);
-  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  static std::unique_ptr<Kernel> cpu(const KernelNode&);
   static constexpr std::uint8_t cpu_strided = 0b111111;
 };
 // dk (attr i[5] = 0), dv (1) or the gradient of score_mod's captured tensor j (2 + j). Inputs: the
@@ -63,7 +63,7 @@ template <>
 struct OpDef<OpId::attention_backward_kv> {
   static constexpr OpInfo info{"attention_backward_kv", "dattention_kv", -1};
   static void reference(const KernelArgs&);
-  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  static std::unique_ptr<Kernel> cpu(const KernelNode&);
   // q, k and v may be views: the CPU kernel does not read them (and the reference kernel reads a
   // dense copy). Without this, the head-split transposes of q, k and v were copies because
   // this node reads them too.

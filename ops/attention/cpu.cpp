@@ -51,7 +51,7 @@ struct WidenedInputs {
 
 // The problem of a node whose inputs start with q, k, v; `keep` is the keep mask's input
 // index. Returns false when the tiled kernel does not apply.
-bool problem_of(const CpuNode& n, int first, int keep, attn::Problem& p, WidenedInputs& w) {
+bool problem_of(const KernelNode& n, int first, int keep, attn::Problem& p, WidenedInputs& w) {
   const TensorView &q = n.in[static_cast<std::size_t>(first)],
                    &k = n.in[static_cast<std::size_t>(first + 1)],
                    &v = n.in[static_cast<std::size_t>(first + 2)];
@@ -232,7 +232,7 @@ ModState::Table block_table(const attn::Problem& p) {
 
 class AttentionKernel final : public OwnKernel, ModState {
  public:
-  AttentionKernel(const CpuNode& n, const attn::Problem& p, const WidenedInputs& w,
+  AttentionKernel(const KernelNode& n, const attn::Problem& p, const WidenedInputs& w,
                   std::shared_ptr<std::vector<float>> lse, Table blocks)
       : OwnKernel(n, &OpDef<OpId::attention>::reference,
                   with_inputs(describe_of("attention", p), p, w)),
@@ -264,7 +264,7 @@ class AttentionKernel final : public OwnKernel, ModState {
 
 class AttentionBackwardKernel final : public OwnKernel, ModState {
  public:
-  AttentionBackwardKernel(const CpuNode& n, const attn::Problem& p, const WidenedInputs& w,
+  AttentionBackwardKernel(const KernelNode& n, const attn::Problem& p, const WidenedInputs& w,
                           std::shared_ptr<std::vector<float>> lse,
                           std::shared_ptr<std::vector<float>> dkv, Table blocks, bool owner)
       : OwnKernel(n, &OpDef<OpId::attention_backward>::reference,
@@ -326,7 +326,8 @@ class AttentionBackwardKernel final : public OwnKernel, ModState {
 // Copies dk or dv out of what the backward kernel computed.
 class AttentionKvKernel final : public OwnKernel {
  public:
-  AttentionKvKernel(const CpuNode& n, std::shared_ptr<std::vector<float>> dkv, std::int64_t offset)
+  AttentionKvKernel(const KernelNode& n, std::shared_ptr<std::vector<float>> dkv,
+                    std::int64_t offset)
       : OwnKernel(n, &OpDef<OpId::attention_backward_kv>::reference,
                   "own attention backward (dk, dv and captured tensors' gradients computed with "
                   "dq)"),
@@ -342,11 +343,11 @@ class AttentionKvKernel final : public OwnKernel {
   std::int64_t offset_;
 };
 
-std::pair<const void*, int> key_of(const CpuNode& n, int node) {
+std::pair<const void*, int> key_of(const KernelNode& n, int node) {
   return {&n.g, node};
 }
 // The handoff key of a forward node's block mask.
-std::pair<const void*, int> blocks_key(const CpuNode& n, int node) {
+std::pair<const void*, int> blocks_key(const KernelNode& n, int node) {
   return {&n.g, -2 - node};
 }
 
@@ -354,7 +355,8 @@ std::pair<const void*, int> blocks_key(const CpuNode& n, int node) {
 // shares it, grown to the largest: only one plan runs at a time, and kernels read data() when
 // they run. One per plan held a second copy of every attention's dk and dv per sequence length
 // outside the arena (docs/runtime.md, "Binding and plans").
-std::shared_ptr<std::vector<float>> shared_buffer(const CpuNode& n, int node, std::int64_t size) {
+std::shared_ptr<std::vector<float>> shared_buffer(const KernelNode& n, int node,
+                                                  std::int64_t size) {
   auto& b = n.ctx.handoff[key_of(n, node)];
   if (!b) b = std::make_shared<std::vector<float>>();
   if (b->size() < static_cast<std::size_t>(size)) b->resize(static_cast<std::size_t>(size));
@@ -365,7 +367,7 @@ std::shared_ptr<std::vector<float>> shared_buffer(const CpuNode& n, int node, st
 
 // NOTE: each factory sets or erases its handoff entry, so that a later kernel of the same
 // plan never finds an entry left by another plan (a graph at the same address).
-std::unique_ptr<CpuKernel> OpDef<OpId::attention>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::attention>::cpu(const KernelNode& n) {
   attn::Problem p;
   WidenedInputs w;
   if (!problem_of(n, 0, 3, p, w) || !n.out.contiguous()) {
@@ -382,7 +384,7 @@ std::unique_ptr<CpuKernel> OpDef<OpId::attention>::cpu(const CpuNode& n) {
   return std::make_unique<AttentionKernel>(n, p, w, lse, blocks);
 }
 
-std::unique_ptr<CpuKernel> OpDef<OpId::attention_backward>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::attention_backward>::cpu(const KernelNode& n) {
   attn::Problem p;
   WidenedInputs w;
   std::int64_t st[3];
@@ -418,7 +420,7 @@ std::unique_ptr<CpuKernel> OpDef<OpId::attention_backward>::cpu(const CpuNode& n
   return std::make_unique<AttentionBackwardKernel>(n, p, w, lse, dkv, blocks, owner);
 }
 
-std::unique_ptr<CpuKernel> OpDef<OpId::attention_backward_kv>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::attention_backward_kv>::cpu(const KernelNode& n) {
   const auto it = n.ctx.handoff.find(key_of(n, n.n().in[0]));
   if (it == n.ctx.handoff.end() || n.out.dtype != DType::f32 || !n.out.contiguous()) return nullptr;
   const TensorView &k = n.in[2], &v = n.in[3];

@@ -32,7 +32,7 @@ constexpr ShapeResult arith(const ShapeV& a, DType ta, const ShapeV& b, DType tb
     static constexpr OpInfo info{#id, label, 2};           \
     static constexpr void vjp(VjpCtx&);                    \
     static void reference(const KernelArgs&);              \
-    static std::unique_ptr<CpuKernel> cpu(const CpuNode&); \
+    static std::unique_ptr<Kernel> cpu(const KernelNode&); \
     static constexpr std::uint8_t in_place = inplace;      \
   };
 STAG_BINARY_OPDEF(add, "+", 0b11)

@@ -17,9 +17,9 @@ namespace {
 // out = f(a, b) with broadcasting: the axes where a, b and out all run on contiguously are
 // merged, the innermost one is a vectorised loop (each operand contiguous along it or
 // constant), the outer index is split across threads. Same formulas as reference.cpp.
-class BroadcastBinary final : public CpuKernel {
+class BroadcastBinary final : public Kernel {
  public:
-  BroadcastBinary(const CpuNode& n, OpId op) : op_(op) {
+  BroadcastBinary(const KernelNode& n, OpId op) : op_(op) {
     a_ = n.in[0].as<const float>();
     b_ = n.in[1].as<const float>();
     out_ = n.out.as<float>();
@@ -119,14 +119,14 @@ bool full_shape(const TensorView& v, const TensorView& out) {
 
 // The own loop, when the output is contiguous and does not overlap an input it reads at a
 // different position (in place is fine only over a full-shape contiguous input).
-std::unique_ptr<CpuKernel> own_binary(const CpuNode& n, OpId op) {
+std::unique_ptr<Kernel> own_binary(const KernelNode& n, OpId op) {
   if (!n.out.contiguous()) return nullptr;
   for (const TensorView& v : n.in)
     if (v.data == n.out.data && !(full_shape(v, n.out) && v.contiguous())) return nullptr;
   return std::make_unique<BroadcastBinary>(n, op);
 }
 
-std::unique_ptr<CpuKernel> binary(const CpuNode& n, dnnl::algorithm alg, bool commutative) {
+std::unique_ptr<Kernel> binary(const KernelNode& n, dnnl::algorithm alg, bool commutative) {
   if (n.out.dtype != DType::f32) return nullptr;
   const OpId op = op_id(n.n().op);
   TensorView a = n.in[0], b = n.in[1];
@@ -157,22 +157,22 @@ std::unique_ptr<CpuKernel> binary(const CpuNode& n, dnnl::algorithm alg, bool co
 
 }  // namespace
 
-std::unique_ptr<CpuKernel> OpDef<OpId::add>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::add>::cpu(const KernelNode& n) {
   return binary(n, dnnl::algorithm::binary_add, true);
 }
-std::unique_ptr<CpuKernel> OpDef<OpId::sub>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::sub>::cpu(const KernelNode& n) {
   return binary(n, dnnl::algorithm::binary_sub, false);
 }
-std::unique_ptr<CpuKernel> OpDef<OpId::mul>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::mul>::cpu(const KernelNode& n) {
   return binary(n, dnnl::algorithm::binary_mul, true);
 }
-std::unique_ptr<CpuKernel> OpDef<OpId::div>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::div>::cpu(const KernelNode& n) {
   return binary(n, dnnl::algorithm::binary_div, false);
 }
-std::unique_ptr<CpuKernel> OpDef<OpId::minimum>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::minimum>::cpu(const KernelNode& n) {
   return binary(n, dnnl::algorithm::binary_min, true);
 }
-std::unique_ptr<CpuKernel> OpDef<OpId::maximum>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::maximum>::cpu(const KernelNode& n) {
   return binary(n, dnnl::algorithm::binary_max, true);
 }
 

@@ -45,7 +45,7 @@ struct OpDef<OpId::cache_write> {
   static constexpr std::uint8_t writes = 0b001;  // the cache
   static constexpr std::int8_t result_is = 0;    // the result is the written cache
   static void reference(const KernelArgs&);
-  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  static std::unique_ptr<Kernel> cpu(const KernelNode&);
 };
 
 namespace rules {

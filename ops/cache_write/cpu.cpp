@@ -11,7 +11,7 @@ namespace {
 
 class CacheWriteKernel final : public OwnKernel {
  public:
-  explicit CacheWriteKernel(const CpuNode& n)
+  explicit CacheWriteKernel(const KernelNode& n)
       : OwnKernel(n, &OpDef<OpId::cache_write>::reference, "own cache_write (row copy)") {}
 
   void run() override {
@@ -40,7 +40,7 @@ class CacheWriteKernel final : public OwnKernel {
 
 }  // namespace
 
-std::unique_ptr<CpuKernel> OpDef<OpId::cache_write>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::cache_write>::cpu(const KernelNode& n) {
   if (!n.in[0].contiguous() || !n.in[1].contiguous() || !n.out.contiguous()) return nullptr;
   return std::make_unique<CacheWriteKernel>(n);
 }

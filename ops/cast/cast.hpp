@@ -16,7 +16,7 @@ struct OpDef<OpId::cast> {
   static constexpr OpInfo info{"cast", "cast", 1};
   static constexpr void vjp(VjpCtx&);
   static void reference(const KernelArgs&);
-  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  static std::unique_ptr<Kernel> cpu(const KernelNode&);
 };
 
 constexpr Ref cast(Ref x, DType to) {

@@ -38,7 +38,7 @@ void blocked(const From* src, To* dst, std::int64_t n, Block block) {
   for (std::int64_t b = 0; b < n; b += kBlock) block(src + b, dst + b, std::min(kBlock, n - b));
 }
 
-class Bf16CastKernel final : public CpuKernel {
+class Bf16CastKernel final : public Kernel {
  public:
   Bf16CastKernel(const TensorView& in, const TensorView& out) : in_(in), out_(out) {}
   void run() override {
@@ -71,7 +71,7 @@ float* thread_staging(std::size_t floats) {
   return buf.data();
 }
 
-std::unique_ptr<CpuKernel> OpDef<OpId::cast>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::cast>::cpu(const KernelNode& n) {
   const DType from = n.in[0].dtype, to = n.out.dtype;
   const bool floats =
       (from == DType::f32 || from == DType::bf16) && (to == DType::f32 || to == DType::bf16);

@@ -41,7 +41,7 @@ STAG_VECTORIZED void softmax_minus_target(const float* __restrict x, float* __re
 
 class CrossEntropyKernel final : public OwnKernel {
  public:
-  CrossEntropyKernel(const CpuNode& n, bool backward)
+  CrossEntropyKernel(const KernelNode& n, bool backward)
       : OwnKernel(n,
                   backward ? &OpDef<OpId::cross_entropy_backward>::reference
                            : &OpDef<OpId::cross_entropy>::reference,
@@ -118,7 +118,7 @@ class CrossEntropyKernel final : public OwnKernel {
   std::vector<double> losses_;
 };
 
-bool supported(const CpuNode& n) {
+bool supported(const KernelNode& n) {
   return n.in[0].dtype == DType::f32 && n.in[0].contiguous() &&
          (n.in[1].dtype == DType::i32 || n.in[1].dtype == DType::i64) && n.in[1].contiguous() &&
          n.in[0].dims[n.in[0].rank - 1] > 0;
@@ -126,10 +126,10 @@ bool supported(const CpuNode& n) {
 
 }  // namespace
 
-std::unique_ptr<CpuKernel> OpDef<OpId::cross_entropy>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::cross_entropy>::cpu(const KernelNode& n) {
   return supported(n) ? std::make_unique<CrossEntropyKernel>(n, false) : nullptr;
 }
-std::unique_ptr<CpuKernel> OpDef<OpId::cross_entropy_backward>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::cross_entropy_backward>::cpu(const KernelNode& n) {
   return supported(n) ? std::make_unique<CrossEntropyKernel>(n, true) : nullptr;
 }
 

@@ -27,7 +27,7 @@ struct OpDef<OpId::cross_entropy> {
   static constexpr OpInfo info{"cross_entropy", "xent", 2, 0b10};
   static constexpr void vjp(VjpCtx&);
   static void reference(const KernelArgs&);
-  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  static std::unique_ptr<Kernel> cpu(const KernelNode&);
 };
 
 // dlogits = (softmax(logits) - target) * g / count (target as above), zero rows at ignored
@@ -37,7 +37,7 @@ template <>
 struct OpDef<OpId::cross_entropy_backward> {
   static constexpr OpInfo info{"cross_entropy_backward", "dxent", 3, 0b010};
   static void reference(const KernelArgs&);
-  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  static std::unique_ptr<Kernel> cpu(const KernelNode&);
 };
 
 namespace rules {

@@ -27,9 +27,9 @@ STAG_VECTORIZED void scan_rows(const float* __restrict x, float* __restrict y, s
   }
 }
 
-class CumsumKernel final : public CpuKernel {
+class CumsumKernel final : public Kernel {
  public:
-  CumsumKernel(const CpuNode& n, std::int64_t outer, std::int64_t len, std::int64_t inner)
+  CumsumKernel(const KernelNode& n, std::int64_t outer, std::int64_t len, std::int64_t inner)
       : x_(n.in[0].as<const float>()),
         y_(n.out.as<float>()),
         outer_(outer),
@@ -66,7 +66,7 @@ class CumsumKernel final : public CpuKernel {
 
 }  // namespace
 
-std::unique_ptr<CpuKernel> OpDef<OpId::cumsum>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::cumsum>::cpu(const KernelNode& n) {
   const TensorView& x = n.in[0];
   if (n.out.dtype != DType::f32 || !x.contiguous()) return nullptr;
   const int axis = static_cast<int>(n.attr().i[0]);

@@ -17,7 +17,7 @@ struct OpDef<OpId::cumsum> {
   static constexpr OpInfo info{"cumsum", "cumsum", 1};
   static constexpr void vjp(VjpCtx&);
   static void reference(const KernelArgs&);
-  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  static std::unique_ptr<Kernel> cpu(const KernelNode&);
 };
 
 // The option of cumsum that sums from the end of the axis.

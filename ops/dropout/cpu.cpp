@@ -24,7 +24,7 @@ void dropout_block(const float* __restrict x, float* __restrict y, std::int64_t 
 
 class DropoutKernel final : public OwnKernel {
  public:
-  explicit DropoutKernel(const CpuNode& n)
+  explicit DropoutKernel(const KernelNode& n)
       : OwnKernel(n, &OpDef<OpId::dropout>::reference, "own dropout") {}
   void run() override {
     const double p = attr().f[0];
@@ -50,7 +50,7 @@ class DropoutKernel final : public OwnKernel {
 
 }  // namespace
 
-std::unique_ptr<CpuKernel> OpDef<OpId::dropout>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::dropout>::cpu(const KernelNode& n) {
   if (n.out.dtype != DType::f32 || !n.in[0].contiguous()) return nullptr;
   return std::make_unique<DropoutKernel>(n);
 }

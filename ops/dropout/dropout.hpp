@@ -20,7 +20,7 @@ struct OpDef<OpId::dropout> {
   static constexpr OpInfo info{"dropout", "dropout", 1};
   static constexpr void vjp(VjpCtx&);
   static void reference(const KernelArgs&);
-  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  static std::unique_ptr<Kernel> cpu(const KernelNode&);
   static constexpr std::uint8_t in_place = 0b1;
 };
 

@@ -20,7 +20,7 @@ bool ids_ok(const Id* ids, std::int64_t n, std::int64_t rows) {
 
 class EmbeddingKernel final : public OwnKernel {
  public:
-  EmbeddingKernel(const CpuNode& n, bool backward)
+  EmbeddingKernel(const KernelNode& n, bool backward)
       : OwnKernel(n,
                   backward ? &OpDef<OpId::embedding_backward>::reference
                            : &OpDef<OpId::embedding>::reference,
@@ -74,7 +74,7 @@ class EmbeddingKernel final : public OwnKernel {
   bool backward_;
 };
 
-bool supported(const CpuNode& n, bool backward) {
+bool supported(const KernelNode& n, bool backward) {
   const bool bf16 = !backward && n.in[1].dtype == DType::bf16;  // a bf16 table: forward only
   return (n.in[0].dtype == DType::i32 || n.in[0].dtype == DType::i64) && n.in[0].contiguous() &&
          (n.in[1].dtype == DType::f32 || bf16) && n.in[1].contiguous() &&
@@ -83,10 +83,10 @@ bool supported(const CpuNode& n, bool backward) {
 
 }  // namespace
 
-std::unique_ptr<CpuKernel> OpDef<OpId::embedding>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::embedding>::cpu(const KernelNode& n) {
   return supported(n, false) ? std::make_unique<EmbeddingKernel>(n, false) : nullptr;
 }
-std::unique_ptr<CpuKernel> OpDef<OpId::embedding_backward>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::embedding_backward>::cpu(const KernelNode& n) {
   return supported(n, true) ? std::make_unique<EmbeddingKernel>(n, true) : nullptr;
 }
 

@@ -20,7 +20,7 @@ struct OpDef<OpId::embedding> {
   static constexpr OpInfo info{"embedding", "embedding", 2, 0b01};
   static constexpr void vjp(VjpCtx&);
   static void reference(const KernelArgs&);
-  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  static std::unique_ptr<Kernel> cpu(const KernelNode&);
 };
 
 // dtable from ids [...] and the output gradient g [..., D]; the output shape is the table's
@@ -29,7 +29,7 @@ template <>
 struct OpDef<OpId::embedding_backward> {
   static constexpr OpInfo info{"embedding_backward", "dembedding", 2, 0b01};
   static void reference(const KernelArgs&);
-  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  static std::unique_ptr<Kernel> cpu(const KernelNode&);
 };
 
 namespace rules {

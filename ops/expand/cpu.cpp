@@ -8,9 +8,9 @@
 namespace stag {
 namespace {
 
-class ExpandKernel final : public CpuKernel {
+class ExpandKernel final : public Kernel {
  public:
-  explicit ExpandKernel(const CpuNode& n) : in_(n.in[0]), out_(n.out) {
+  explicit ExpandKernel(const KernelNode& n) : in_(n.in[0]), out_(n.out) {
     kernel::broadcast_strides(in_, out_.rank, out_.dims, stride_);
     inner_ = out_.dims[out_.rank - 1];
     rows_ = inner_ ? out_.numel() / inner_ : 0;
@@ -50,7 +50,7 @@ class ExpandKernel final : public CpuKernel {
 
 }  // namespace
 
-std::unique_ptr<CpuKernel> OpDef<OpId::expand>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::expand>::cpu(const KernelNode& n) {
   if (n.out.rank == 0 || !n.in[0].contiguous()) return nullptr;
   return std::make_unique<ExpandKernel>(n);
 }

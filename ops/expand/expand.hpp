@@ -13,7 +13,7 @@ struct OpDef<OpId::expand> {
   static constexpr OpInfo info{"expand", "expand", 1};
   static constexpr void vjp(VjpCtx&);
   static void reference(const KernelArgs&);
-  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  static std::unique_ptr<Kernel> cpu(const KernelNode&);
 };
 
 constexpr Ref expand(Ref x, const ShapeV& target) {

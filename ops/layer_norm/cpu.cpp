@@ -56,7 +56,7 @@ STAG_VECTORIZED void ln_row_backward(const float* __restrict x, const float* __r
 
 class LayerNormKernel final : public OwnKernel {
  public:
-  LayerNormKernel(const CpuNode& n, bool backward)
+  LayerNormKernel(const KernelNode& n, bool backward)
       : OwnKernel(n,
                   backward ? &OpDef<OpId::layer_norm_backward>::reference
                            : &OpDef<OpId::layer_norm>::reference,
@@ -91,7 +91,7 @@ class LayerNormKernel final : public OwnKernel {
   float eps_ = 0;
 };
 
-bool plain_f32(const CpuNode& n) {
+bool plain_f32(const KernelNode& n) {
   for (const TensorView& v : n.in)
     if (v.dtype != DType::f32 || !v.contiguous()) return false;
   return n.out.dtype == DType::f32 && n.out.numel() > 0;
@@ -99,10 +99,10 @@ bool plain_f32(const CpuNode& n) {
 
 }  // namespace
 
-std::unique_ptr<CpuKernel> OpDef<OpId::layer_norm>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::layer_norm>::cpu(const KernelNode& n) {
   return plain_f32(n) ? std::make_unique<LayerNormKernel>(n, false) : nullptr;
 }
-std::unique_ptr<CpuKernel> OpDef<OpId::layer_norm_backward>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::layer_norm_backward>::cpu(const KernelNode& n) {
   return plain_f32(n) ? std::make_unique<LayerNormKernel>(n, true) : nullptr;
 }
 

@@ -20,7 +20,7 @@ struct OpDef<OpId::layer_norm> {
   static constexpr OpInfo info{"layer_norm", "layer_norm", -1};
   static constexpr void vjp(VjpCtx&);
   static void reference(const KernelArgs&);
-  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  static std::unique_ptr<Kernel> cpu(const KernelNode&);
 };
 
 // dx of layer_norm. Inputs: x, g (no affine) or x, w, g. It needs the forward *input* x, not
@@ -30,7 +30,7 @@ template <>
 struct OpDef<OpId::layer_norm_backward> {
   static constexpr OpInfo info{"layer_norm_backward", "dlayer_norm", -1};
   static void reference(const KernelArgs&);
-  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  static std::unique_ptr<Kernel> cpu(const KernelNode&);
 };
 
 namespace rules {

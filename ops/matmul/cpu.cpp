@@ -15,9 +15,8 @@ namespace stag {
 
 // A few rows by a large [N, K] weight (a decode step), own kernel (cpu_matvec.cpp); nullptr
 // where it does not apply.
-std::unique_ptr<CpuKernel> matvec_kernel(const TensorView& a, const TensorView& b,
-                                         const TensorView& c, const std::vector<PostOp>& post,
-                                         const std::string& folded);
+std::unique_ptr<Kernel> matvec_kernel(const TensorView& a, const TensorView& b, const TensorView& c,
+                                      const std::vector<PostOp>& post, const std::string& folded);
 
 namespace {
 
@@ -75,7 +74,7 @@ constexpr std::int64_t kStageMinRows = 1024, kStageMaxCols = 256, kStageMaxElems
 // (docs/benchmarks.md, "Transposed-operand matmuls"). The buffer is the thread's
 // (thread_staging), shared by every such kernel, so it costs the largest staging once per
 // thread, not once per node; it lives outside the arena.
-class StagedKernel final : public CpuKernel {
+class StagedKernel final : public Kernel {
  public:
   struct Staged {
     dnnl::memory mem;      // an operand or product of the wrapped kernel
@@ -124,7 +123,7 @@ bool cpu_has_bf16_matmul() {
   return has;
 }
 
-std::unique_ptr<CpuKernel> OpDef<OpId::matmul>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::matmul>::cpu(const KernelNode& n) {
   // f32, or bf16 operands (AMX / AVX-512 BF16 where the CPU has them) with an f32 or bf16 product.
   const DType in = n.in[0].dtype, out = n.out.dtype;
   if (!(in == DType::f32 || in == DType::bf16) || n.in[1].dtype != in || n.out.rank < 2)

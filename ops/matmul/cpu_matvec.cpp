@@ -287,7 +287,7 @@ float activate(OpId act, float x) {
   }
 }
 
-class MatvecKernel final : public CpuKernel {
+class MatvecKernel final : public Kernel {
  public:
   MatvecKernel(const TensorView& a, const TensorView& b, const TensorView& c,
                std::vector<PostOp> post, bool k_rows, bool avx2, std::string what)
@@ -458,9 +458,8 @@ Choice requested_path() {
 // a [M, K] (rows contiguous), b [K, N] read from an [N, K] weight (b's strides {1, ldb}), c
 // [M, N] f32 contiguous, after matmul's collapse of leading dims; nullptr where another kernel
 // is better or the CPU lacks the instructions.
-std::unique_ptr<CpuKernel> matvec_kernel(const TensorView& a, const TensorView& b,
-                                         const TensorView& c, const std::vector<PostOp>& post,
-                                         const std::string& folded) {
+std::unique_ptr<Kernel> matvec_kernel(const TensorView& a, const TensorView& b, const TensorView& c,
+                                      const std::vector<PostOp>& post, const std::string& folded) {
   if (a.rank != 2 || b.rank != 2 || c.rank != 2 || c.dtype != DType::f32) return nullptr;
   const std::int64_t m = a.dims[0], k = a.dims[1], n = b.dims[1];
   // Few rows, and a weight large enough (256 KiB and up in f32) that reading it dominates.

@@ -20,7 +20,7 @@ struct OpDef<OpId::matmul> {
   static constexpr OpInfo info{"matmul", "@", 2};
   static constexpr void vjp(VjpCtx&);
   static void reference(const KernelArgs&);
-  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);  // oneDNN matmul
+  static std::unique_ptr<Kernel> cpu(const KernelNode&);  // oneDNN matmul
   static constexpr std::uint8_t cpu_strided = 0b11;       // reads permuted operands in place
 };
 

@@ -10,9 +10,9 @@
 namespace stag {
 namespace {
 
-class SgdKernel final : public CpuKernel {
+class SgdKernel final : public Kernel {
  public:
-  explicit SgdKernel(const CpuNode& n) : in_(n.in), out_(n.out), at_(n.attr()) {}
+  explicit SgdKernel(const KernelNode& n) : in_(n.in), out_(n.out), at_(n.attr()) {}
   void run() override {
     *out_.as<float>() = 0.f;
     const float gscale = *in_[4].as<const float>();
@@ -57,9 +57,9 @@ void adam_loop(float* __restrict p, const float* __restrict g, float* __restrict
   }
 }
 
-class AdamKernel final : public CpuKernel {
+class AdamKernel final : public Kernel {
  public:
-  explicit AdamKernel(const CpuNode& n) : in_(n.in), out_(n.out), at_(n.attr()) {}
+  explicit AdamKernel(const KernelNode& n) : in_(n.in), out_(n.out), at_(n.attr()) {}
   void run() override {
     *out_.as<float>() = 0.f;
     const float gscale = *in_[6].as<const float>();
@@ -86,7 +86,7 @@ class AdamKernel final : public CpuKernel {
   Attrs at_;
 };
 
-bool all_f32_contiguous(const CpuNode& n) {
+bool all_f32_contiguous(const KernelNode& n) {
   for (const TensorView& v : n.in)
     if (v.dtype != DType::f32 || !v.contiguous()) return false;
   return true;
@@ -94,10 +94,10 @@ bool all_f32_contiguous(const CpuNode& n) {
 
 }  // namespace
 
-std::unique_ptr<CpuKernel> OpDef<OpId::sgd_update>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::sgd_update>::cpu(const KernelNode& n) {
   return all_f32_contiguous(n) ? std::make_unique<SgdKernel>(n) : nullptr;
 }
-std::unique_ptr<CpuKernel> OpDef<OpId::adam_update>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::adam_update>::cpu(const KernelNode& n) {
   return all_f32_contiguous(n) ? std::make_unique<AdamKernel>(n) : nullptr;
 }
 

@@ -24,7 +24,7 @@ struct OpDef<OpId::sgd_update> {
   static constexpr OpInfo info{"sgd_update", "sgd", -1, 0xff};  // 5 or 6 inputs
   static constexpr std::uint8_t writes = 0b101;                 // p, buf
   static void reference(const KernelArgs&);
-  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  static std::unique_ptr<Kernel> cpu(const KernelNode&);
 };
 
 template <>
@@ -32,7 +32,7 @@ struct OpDef<OpId::adam_update> {
   static constexpr OpInfo info{"adam_update", "adam", -1, 0xff};  // 7 or 8 inputs
   static constexpr std::uint8_t writes = 0b1101;                  // p, m, v
   static void reference(const KernelArgs&);
-  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  static std::unique_ptr<Kernel> cpu(const KernelNode&);
 };
 
 constexpr Ref sgd_update(Ref p, Ref g, Ref buf, Ref lr, Ref gscale, double momentum,

@@ -5,7 +5,7 @@
 
 namespace stag {
 
-std::unique_ptr<CpuKernel> OpDef<OpId::permute>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::permute>::cpu(const KernelNode& n) {
   if (onednn_type(n.out.dtype) == dnnl::memory::data_type::undef || n.out.rank == 0) return nullptr;
   TensorView src = n.in[0];
   for (int k = 0; k < src.rank; ++k) {

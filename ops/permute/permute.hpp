@@ -14,7 +14,7 @@ struct OpDef<OpId::permute> {
   static constexpr OpInfo info{"permute", "permute", 1};
   static constexpr void vjp(VjpCtx&);
   static void reference(const KernelArgs&);
-  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  static std::unique_ptr<Kernel> cpu(const KernelNode&);
 };
 
 constexpr Ref permute(Ref x, const int* perm, int n) {

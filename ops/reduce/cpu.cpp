@@ -42,9 +42,9 @@ float fold_run(const float* __restrict x, std::int64_t n, bool max) {
   return acc;
 }
 
-class ReduceKernel final : public CpuKernel {
+class ReduceKernel final : public Kernel {
  public:
-  ReduceKernel(const CpuNode& n, Fold fold, std::int64_t outer, std::int64_t red,
+  ReduceKernel(const KernelNode& n, Fold fold, std::int64_t outer, std::int64_t red,
                std::int64_t inner)
       : x_(n.in[0].as<const float>()),
         y_(n.out.as<float>()),
@@ -101,7 +101,7 @@ class ReduceKernel final : public CpuKernel {
   std::vector<float> partial_;
 };
 
-std::unique_ptr<CpuKernel> reduction(const CpuNode& n, Fold fold, dnnl::algorithm alg) {
+std::unique_ptr<Kernel> reduction(const KernelNode& n, Fold fold, dnnl::algorithm alg) {
   const TensorView& x = n.in[0];
   if (n.out.dtype != DType::f32 || !x.contiguous() || x.rank == 0) return nullptr;
   const auto mask = static_cast<std::uint32_t>(n.attr().i[0]);
@@ -140,13 +140,13 @@ std::unique_ptr<CpuKernel> reduction(const CpuNode& n, Fold fold, dnnl::algorith
 
 }  // namespace
 
-std::unique_ptr<CpuKernel> OpDef<OpId::sum>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::sum>::cpu(const KernelNode& n) {
   return reduction(n, Fold::sum, dnnl::algorithm::reduction_sum);
 }
-std::unique_ptr<CpuKernel> OpDef<OpId::mean>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::mean>::cpu(const KernelNode& n) {
   return reduction(n, Fold::mean, dnnl::algorithm::reduction_mean);
 }
-std::unique_ptr<CpuKernel> OpDef<OpId::max>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::max>::cpu(const KernelNode& n) {
   return reduction(n, Fold::max, dnnl::algorithm::reduction_max);
 }
 

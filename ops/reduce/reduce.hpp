@@ -32,7 +32,7 @@ constexpr ShapeResult reduce(const ShapeV& x, DType t, std::uint32_t mask, bool 
     static constexpr OpInfo info{#id, label, 1};           \
     static constexpr void vjp(VjpCtx&);                    \
     static void reference(const KernelArgs&);              \
-    static std::unique_ptr<CpuKernel> cpu(const CpuNode&); \
+    static std::unique_ptr<Kernel> cpu(const KernelNode&); \
   };
 STAG_REDUCE_OPDEF(sum, "Σ")
 STAG_REDUCE_OPDEF(mean, "mean")

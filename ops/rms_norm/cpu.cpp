@@ -38,7 +38,7 @@ STAG_VECTORIZED void rms_row_backward(const float* __restrict x, const float* __
 
 class RmsNormKernel final : public OwnKernel {
  public:
-  RmsNormKernel(const CpuNode& n, bool backward)
+  RmsNormKernel(const KernelNode& n, bool backward)
       : OwnKernel(n,
                   backward ? &OpDef<OpId::rms_norm_backward>::reference
                            : &OpDef<OpId::rms_norm>::reference,
@@ -73,7 +73,7 @@ class RmsNormKernel final : public OwnKernel {
   float eps_ = 0;
 };
 
-bool plain_f32(const CpuNode& n) {
+bool plain_f32(const KernelNode& n) {
   for (const TensorView& v : n.in)
     if (v.dtype != DType::f32 || !v.contiguous()) return false;
   return n.out.dtype == DType::f32 && n.out.numel() > 0;
@@ -81,10 +81,10 @@ bool plain_f32(const CpuNode& n) {
 
 }  // namespace
 
-std::unique_ptr<CpuKernel> OpDef<OpId::rms_norm>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::rms_norm>::cpu(const KernelNode& n) {
   return plain_f32(n) ? std::make_unique<RmsNormKernel>(n, false) : nullptr;
 }
-std::unique_ptr<CpuKernel> OpDef<OpId::rms_norm_backward>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::rms_norm_backward>::cpu(const KernelNode& n) {
   return plain_f32(n) ? std::make_unique<RmsNormKernel>(n, true) : nullptr;
 }
 

@@ -19,7 +19,7 @@ struct OpDef<OpId::rms_norm> {
   static constexpr OpInfo info{"rms_norm", "rms_norm", -1};
   static constexpr void vjp(VjpCtx&);
   static void reference(const KernelArgs&);
-  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  static std::unique_ptr<Kernel> cpu(const KernelNode&);
 };
 
 // dx of rms_norm. Inputs: x, g (no weight) or x, w, g. Like layer_norm_backward it needs the
@@ -28,7 +28,7 @@ template <>
 struct OpDef<OpId::rms_norm_backward> {
   static constexpr OpInfo info{"rms_norm_backward", "drms_norm", -1};
   static void reference(const KernelArgs&);
-  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  static std::unique_ptr<Kernel> cpu(const KernelNode&);
 };
 
 // The rules are the norms' shared ones (ops/layer_norm): rules::norm_weight, rules::norm_plain.

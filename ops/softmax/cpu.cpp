@@ -22,7 +22,7 @@ dnnl::softmax_v2_forward::primitive_desc forward_pd(const dnnl::memory::desc& md
       eng);
 }
 
-std::unique_ptr<CpuKernel> forward(const CpuNode& n, bool log) {
+std::unique_ptr<Kernel> forward(const KernelNode& n, bool log) {
   if (n.out.dtype != DType::f32 || !n.in[0].contiguous()) return nullptr;
   const int axis = static_cast<int>(n.attr().i[0]);
   const dnnl::engine& eng = n.ctx.eng;
@@ -35,7 +35,7 @@ std::unique_ptr<CpuKernel> forward(const CpuNode& n, bool log) {
       std::string("onednn ") + (log ? "log_softmax" : "softmax") + " (" + impl_name(pd) + ")");
 }
 
-std::unique_ptr<CpuKernel> backward(const CpuNode& n, bool log) {
+std::unique_ptr<Kernel> backward(const KernelNode& n, bool log) {
   if (n.out.dtype != DType::f32 || !n.in[0].contiguous() || !n.in[1].contiguous()) return nullptr;
   const int axis = static_cast<int>(n.attr().i[0]);
   const dnnl::engine& eng = n.ctx.eng;
@@ -80,9 +80,9 @@ STAG_VECTORIZED void masked_softmax_row(const float* __restrict x, const bool* _
 
 // Masked softmax along the last axis (the attention case): rows of x, mask read through
 // broadcast strides. Other axes fall back to the reference kernel.
-class MaskedSoftmax final : public CpuKernel {
+class MaskedSoftmax final : public Kernel {
  public:
-  explicit MaskedSoftmax(const CpuNode& n) : x_(n.in[0]), m_(n.in[1]), y_(n.out) {
+  explicit MaskedSoftmax(const KernelNode& n) : x_(n.in[0]), m_(n.in[1]), y_(n.out) {
     kernel::broadcast_strides(m_, y_.rank, y_.dims, mstride_);
     len_ = y_.dims[y_.rank - 1];
     rows_ = len_ ? y_.numel() / len_ : 0;
@@ -123,19 +123,19 @@ class MaskedSoftmax final : public CpuKernel {
 
 }  // namespace
 
-std::unique_ptr<CpuKernel> OpDef<OpId::softmax>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::softmax>::cpu(const KernelNode& n) {
   if (n.in.size() == 1) return forward(n, false);
   const int axis = static_cast<int>(n.attr().i[0]);
   if (n.out.dtype != DType::f32 || axis != n.out.rank - 1 || !n.in[0].contiguous()) return nullptr;
   return std::make_unique<MaskedSoftmax>(n);
 }
-std::unique_ptr<CpuKernel> OpDef<OpId::log_softmax>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::log_softmax>::cpu(const KernelNode& n) {
   return forward(n, true);
 }
-std::unique_ptr<CpuKernel> OpDef<OpId::softmax_backward>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::softmax_backward>::cpu(const KernelNode& n) {
   return backward(n, false);
 }
-std::unique_ptr<CpuKernel> OpDef<OpId::log_softmax_backward>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::log_softmax_backward>::cpu(const KernelNode& n) {
   return backward(n, true);
 }
 

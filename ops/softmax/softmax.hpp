@@ -18,26 +18,26 @@ struct OpDef<OpId::softmax> {
   static constexpr OpInfo info{"softmax", "softmax", -1, 0b10};
   static constexpr void vjp(VjpCtx&);
   static void reference(const KernelArgs&);
-  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  static std::unique_ptr<Kernel> cpu(const KernelNode&);
 };
 template <>
 struct OpDef<OpId::log_softmax> {
   static constexpr OpInfo info{"log_softmax", "log_softmax", 1};
   static constexpr void vjp(VjpCtx&);
   static void reference(const KernelArgs&);
-  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  static std::unique_ptr<Kernel> cpu(const KernelNode&);
 };
 template <>
 struct OpDef<OpId::softmax_backward> {
   static constexpr OpInfo info{"softmax_backward", "dsoftmax", 2};
   static void reference(const KernelArgs&);
-  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  static std::unique_ptr<Kernel> cpu(const KernelNode&);
 };
 template <>
 struct OpDef<OpId::log_softmax_backward> {
   static constexpr OpInfo info{"log_softmax_backward", "dlog_softmax", 2};
   static void reference(const KernelArgs&);
-  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  static std::unique_ptr<Kernel> cpu(const KernelNode&);
 };
 
 namespace rules {

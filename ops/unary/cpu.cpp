@@ -100,9 +100,9 @@ void remainder_f32(const float* x, float* y, std::int64_t n, float m) {
 }
 
 // floor, clamp and mod in f32 (contiguous input); the formulas of math.hpp.
-class PiecewiseKernel final : public CpuKernel {
+class PiecewiseKernel final : public Kernel {
  public:
-  PiecewiseKernel(const CpuNode& n, OpId op)
+  PiecewiseKernel(const KernelNode& n, OpId op)
       : x_(n.in[0].as<const float>()),
         y_(n.out.as<float>()),
         n_(n.out.numel()),
@@ -131,9 +131,9 @@ class PiecewiseKernel final : public CpuKernel {
 };
 
 // clamp's dx = g where lo <= x <= hi, else 0: loads both, then selects (vectorises).
-class ClampBackwardKernel final : public CpuKernel {
+class ClampBackwardKernel final : public Kernel {
  public:
-  explicit ClampBackwardKernel(const CpuNode& n)
+  explicit ClampBackwardKernel(const KernelNode& n)
       : x_(n.in[0].as<const float>()),
         g_(n.in[2].as<const float>()),
         dx_(n.out.as<float>()),
@@ -163,7 +163,7 @@ class ClampBackwardKernel final : public CpuKernel {
   float lo_, hi_;
 };
 
-std::unique_ptr<CpuKernel> forward(const CpuNode& n, OpId op) {
+std::unique_ptr<Kernel> forward(const KernelNode& n, OpId op) {
   if (op == OpId::floor || op == OpId::clamp || op == OpId::mod) {
     if (n.out.dtype != DType::f32 || !n.in[0].contiguous()) return nullptr;
     return std::make_unique<PiecewiseKernel>(n, op);
@@ -185,7 +185,7 @@ std::unique_ptr<CpuKernel> forward(const CpuNode& n, OpId op) {
 }  // namespace
 
 #define STAG_UNARY_CPU(id)                                            \
-  std::unique_ptr<CpuKernel> OpDef<OpId::id>::cpu(const CpuNode& n) { \
+  std::unique_ptr<Kernel> OpDef<OpId::id>::cpu(const KernelNode& n) { \
     return forward(n, OpId::id);                                      \
   }
 STAG_UNARY_CPU(neg)
@@ -210,7 +210,7 @@ STAG_UNARY_CPU(mod)
 #undef STAG_UNARY_CPU
 
 // dx from (x, y, g): eltwise backward from the source x; the forward descriptor is the hint.
-std::unique_ptr<CpuKernel> OpDef<OpId::unary_backward>::cpu(const CpuNode& n) {
+std::unique_ptr<Kernel> OpDef<OpId::unary_backward>::cpu(const KernelNode& n) {
   const auto op = static_cast<OpId>(n.attr().i[0]);
   if (n.out.dtype != DType::f32) return nullptr;
   for (const TensorView& v : n.in)

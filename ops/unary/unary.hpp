@@ -25,7 +25,7 @@ constexpr ShapeResult unary(const ShapeV& x, DType t, bool ints_ok) {
     static constexpr OpInfo info{#id, label, 1};           \
     static constexpr void vjp(VjpCtx&);                    \
     static void reference(const KernelArgs&);              \
-    static std::unique_ptr<CpuKernel> cpu(const CpuNode&); \
+    static std::unique_ptr<Kernel> cpu(const KernelNode&); \
     static constexpr std::uint8_t in_place = 0b1;          \
   };
 STAG_UNARY_OPDEF(neg, "−")
@@ -56,7 +56,7 @@ template <>
 struct OpDef<OpId::unary_backward> {
   static constexpr OpInfo info{"unary_backward", "d", 3};
   static void reference(const KernelArgs&);
-  static std::unique_ptr<CpuKernel> cpu(const CpuNode&);
+  static std::unique_ptr<Kernel> cpu(const KernelNode&);
   static constexpr std::uint8_t in_place = 0b100;  // dx may overwrite g
 };
 

@@ -13,7 +13,7 @@
 
 namespace stag {
 
-using CpuFactory = std::unique_ptr<CpuKernel> (*)(const CpuNode&);
+using CpuFactory = std::unique_ptr<Kernel> (*)(const KernelNode&);
 
 namespace detail {
 template <OpId Id>

@@ -39,7 +39,7 @@ double small_node_limit_scale() {
   return scale;
 }
 
-bool is_small_node(OpId op, const CpuNode& cn) {
+bool is_small_node(OpId op, const KernelNode& cn) {
   const auto numel = [](const TensorView& v) { return static_cast<double>(v.numel()); };
   const double scale = small_node_limit_scale();
   if (scale == 0.0) return false;
@@ -81,9 +81,9 @@ class OneThread {
   int saved_;
 };
 
-class OneThreadKernel final : public CpuKernel {
+class OneThreadKernel final : public Kernel {
  public:
-  explicit OneThreadKernel(std::unique_ptr<CpuKernel> k) : k_(std::move(k)) {}
+  explicit OneThreadKernel(std::unique_ptr<Kernel> k) : k_(std::move(k)) {}
   void run() override {
     const OneThread one;
     k_->run();
@@ -91,14 +91,14 @@ class OneThreadKernel final : public CpuKernel {
   std::string describe() const override { return k_->describe() + " [1 thread: small]"; }
 
  private:
-  std::unique_ptr<CpuKernel> k_;
+  std::unique_ptr<Kernel> k_;
 };
 
 // Runs an op's reference kernel inside a plan. Strided inputs (folded permutes) are copied
 // into contiguous scratch first, since reference kernels read row-major data.
-class ReferenceKernel final : public CpuKernel {
+class ReferenceKernel final : public Kernel {
  public:
-  ReferenceKernel(const CpuNode& n, KernelFn fn)
+  ReferenceKernel(const KernelNode& n, KernelFn fn)
       : g_(n.g), node_(n.node), out_(n.out), state_(n.state), fn_(fn) {
     ins_ = n.in;
     for (std::size_t k = 0; k < ins_.size(); ++k) {
@@ -143,9 +143,9 @@ class ReferenceKernel final : public CpuKernel {
 // The operations the planner folded into a matmul (bias, scale, activation, in that order),
 // applied after a kernel that does not do them itself: the matmul's reference kernel where
 // oneDNN has no primitive for it (bf16 operands on a CPU without AVX-512, for instance).
-class PostOpsKernel final : public CpuKernel {
+class PostOpsKernel final : public Kernel {
  public:
-  PostOpsKernel(std::unique_ptr<CpuKernel> k, const CpuNode& n) : k_(std::move(k)), out_(n.out) {
+  PostOpsKernel(std::unique_ptr<Kernel> k, const KernelNode& n) : k_(std::move(k)), out_(n.out) {
     post_ = n.post;
     for (const PostOp& po : post_)
       folded_ += " +" + std::string(op_name(code(po.kind == PostOp::Kind::eltwise ? po.act
@@ -172,7 +172,7 @@ class PostOpsKernel final : public CpuKernel {
   std::string describe() const override { return k_->describe() + folded_; }
 
  private:
-  std::unique_ptr<CpuKernel> k_;
+  std::unique_ptr<Kernel> k_;
   TensorView out_;
   std::vector<PostOp> post_;
   std::string folded_;
@@ -184,11 +184,11 @@ std::uint8_t cpu_strided(OpCode op) {
   return kCpuStrided[op.value];
 }
 
-std::unique_ptr<CpuKernel> make_cpu_kernel(const CpuNode& cn) {
+std::unique_ptr<Kernel> make_cpu_kernel(const KernelNode& cn) {
   const GraphView& g = cn.g;
   const int n = cn.node;
   const Node& nd = g.node(n);
-  std::unique_ptr<CpuKernel> kernel;
+  std::unique_ptr<Kernel> kernel;
   const bool small = cn.ctx.threads > 1 && is_small_node(op_id(nd.op), cn);
   if (const CpuFactory f = kCpuFactories[nd.op.value]) {
     std::optional<OneThread> one;

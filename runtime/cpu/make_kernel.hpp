@@ -16,6 +16,6 @@ namespace stag {
 // Bit k: the op's CPU kernel reads input k through any strides (kCpuStrided).
 std::uint8_t cpu_strided(OpCode op);
 // A stag::Error naming the node when the op has neither kernel.
-std::unique_ptr<CpuKernel> make_cpu_kernel(const CpuNode& cn);
+std::unique_ptr<Kernel> make_cpu_kernel(const KernelNode& cn);
 
 }  // namespace stag

@@ -173,7 +173,7 @@ void Backend::run_step(DevicePlanState& ds, const StepKey& key,
   check(cudaGraphLaunch(exec, stream_), "cudaGraphLaunch");
 }
 
-std::unique_ptr<CpuKernel> Backend::make_kernel(const CpuNode& n, DevicePlanState& s) {
+std::unique_ptr<Kernel> Backend::make_kernel(const KernelNode& n, DevicePlanState& s) {
   const OpSupport& sup = support(op_id(n.n().op));
   if (sup.make == nullptr) refuse(n, sup.unsupported ? sup.unsupported : "no CUDA kernel");
   return sup.make(n, static_cast<PlanState&>(s));

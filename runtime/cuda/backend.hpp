@@ -45,7 +45,7 @@ class Backend final : public DeviceBackend {
   std::uint8_t strided(OpId op) const override;
   std::unique_ptr<DevicePlanState> plan_state(const GraphView& g, int nodes, bool tf32,
                                               bool graphs) override;
-  std::unique_ptr<CpuKernel> make_kernel(const CpuNode& n, DevicePlanState& s) override;
+  std::unique_ptr<Kernel> make_kernel(const KernelNode& n, DevicePlanState& s) override;
   void finish_step(DevicePlanState& s) override;
   void begin_step(DevicePlanState& s, const RunState& state) override;
   void run_step(DevicePlanState& s, const StepKey& key,

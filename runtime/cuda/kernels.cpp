@@ -42,12 +42,12 @@ Tensor sub(const Tensor& whole, int axis, std::int64_t start, std::int64_t len) 
   return t;
 }
 
-void refuse(const CpuNode& n, const std::string& why) {
+void refuse(const KernelNode& n, const std::string& why) {
   throw Error("stag: cuda cannot run node '" + n.name() + "' (op " +
               std::string(op_name(n.n().op)) + "): " + why);
 }
 
-NodeKernel::NodeKernel(const CpuNode& n, PlanState& s, std::string what, bool reports)
+NodeKernel::NodeKernel(const KernelNode& n, PlanState& s, std::string what, bool reports)
     : g_(n.g),
       node_(n.node),
       in_(n.in),
@@ -101,18 +101,18 @@ void NodeKernel::rethrow_on_host() const {
 
 namespace {
 
-int op_int(const CpuNode& n) {
+int op_int(const KernelNode& n) {
   return static_cast<int>(op_id(n.n().op));
 }
 bool float_type(DType t) {
   return t == DType::f32 || t == DType::f64;
 }
-void need_float(const CpuNode& n, DType t) {
+void need_float(const KernelNode& n, DType t) {
   if (!float_type(t))
     refuse(n, std::string("dtype ") + std::string(dtype_name(t)) +
                   " (the CUDA kernel handles f32 and f64)");
 }
-void need_contiguous(const CpuNode& n) {
+void need_contiguous(const KernelNode& n) {
   for (std::size_t k = 0; k < n.in.size(); ++k)
     if (!n.in[k].contiguous())
       refuse(n, "input " + std::to_string(k) + " is strided (internal: the plan must copy it)");
@@ -121,7 +121,7 @@ void need_contiguous(const CpuNode& n) {
 // Runs the op's reference kernel on views without data: for checks that depend only on
 // dims and attrs (a slice out of range, a dropout p outside [0, 1)), which then throw the
 // CPU's message at plan time. Only called when the check is known to fail.
-[[noreturn]] void throw_reference_check(const CpuNode& n) {
+[[noreturn]] void throw_reference_check(const KernelNode& n) {
   std::vector<TensorView> in = n.in;
   for (TensorView& v : in) v.data = nullptr;
   TensorView out = n.out;
@@ -131,22 +131,22 @@ void need_contiguous(const CpuNode& n) {
 }
 
 template <class Fn>
-std::unique_ptr<CpuKernel> node(const CpuNode& n, PlanState& s, std::string what, Fn fn,
-                                bool reports = false) {
+std::unique_ptr<Kernel> node(const KernelNode& n, PlanState& s, std::string what, Fn fn,
+                             bool reports = false) {
   auto k = std::make_unique<NodeKernel>(n, s, "cuda " + what, reports);
   k->set(std::move(fn));
   return k;
 }
 
 // ---- elementwise ----------------------------------------------------------------------------
-std::unique_ptr<CpuKernel> make_unary(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_unary(const KernelNode& n, PlanState& s) {
   need_float(n, n.out.dtype);
   const int op = op_int(n);
   const double p = n.attr().f[0], q = n.attr().f[1];
   const Tensor x = tensor(n.in[0]), y = tensor(n.out);
   return node(n, s, "unary", [=](const Launch& l) { unary(l, op, p, q, x, y); });
 }
-std::unique_ptr<CpuKernel> make_unary_backward(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_unary_backward(const KernelNode& n, PlanState& s) {
   need_float(n, n.out.dtype);
   const auto fwd = static_cast<int>(n.attr().i[0]);
   const double p = n.attr().f[0], q = n.attr().f[1];
@@ -154,7 +154,7 @@ std::unique_ptr<CpuKernel> make_unary_backward(const CpuNode& n, PlanState& s) {
   return node(n, s, "unary_backward",
               [=](const Launch& l) { unary_backward(l, fwd, p, q, x, y, g, dx); });
 }
-std::unique_ptr<CpuKernel> make_binary(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_binary(const KernelNode& n, PlanState& s) {
   const DType t = n.out.dtype;
   if (t == DType::bf16 || t == DType::boolean) refuse(n, "dtype " + std::string(dtype_name(t)));
   const int op = op_int(n);
@@ -163,39 +163,39 @@ std::unique_ptr<CpuKernel> make_binary(const CpuNode& n, PlanState& s) {
   return node(
       n, s, "binary", [=](const Launch& l) { binary(l, op, a, b, out); }, reports);
 }
-std::unique_ptr<CpuKernel> make_compare(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_compare(const KernelNode& n, PlanState& s) {
   if (n.in[0].dtype == DType::bf16) refuse(n, "bf16 operands");
   const int op = op_int(n);
   const Tensor a = tensor(n.in[0]), b = tensor(n.in[1]), out = tensor(n.out);
   return node(n, s, "compare", [=](const Launch& l) { compare(l, op, a, b, out); });
 }
-std::unique_ptr<CpuKernel> make_logical(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_logical(const KernelNode& n, PlanState& s) {
   const int op = op_int(n);
   const Tensor a = tensor(n.in[0]), b = tensor(n.in.size() > 1 ? n.in[1] : n.in[0]),
                out = tensor(n.out);
   return node(n, s, "logical", [=](const Launch& l) { logical(l, op, a, b, out); });
 }
-std::unique_ptr<CpuKernel> make_where(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_where(const KernelNode& n, PlanState& s) {
   const Tensor c = tensor(n.in[0]), a = tensor(n.in[1]), b = tensor(n.in[2]), out = tensor(n.out);
   return node(n, s, "where", [=](const Launch& l) { where(l, c, a, b, out); });
 }
-std::unique_ptr<CpuKernel> make_masked_fill(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_masked_fill(const KernelNode& n, PlanState& s) {
   const double value = n.attr().f[0];
   const Tensor x = tensor(n.in[0]), m = tensor(n.in[1]), out = tensor(n.out);
   return node(n, s, "masked_fill", [=](const Launch& l) { masked_fill(l, x, m, value, out); });
 }
 // A strided copy: out's dims, x read through `x` (already reshaped to out's dims).
-std::unique_ptr<CpuKernel> copy_node(const CpuNode& n, PlanState& s, std::string what, Tensor x,
-                                     Tensor out) {
+std::unique_ptr<Kernel> copy_node(const KernelNode& n, PlanState& s, std::string what, Tensor x,
+                                  Tensor out) {
   return node(n, s, std::move(what), [=](const Launch& l) { convert(l, x, out); });
 }
-std::unique_ptr<CpuKernel> make_cast(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_cast(const KernelNode& n, PlanState& s) {
   return copy_node(n, s, "cast", tensor(n.in[0]), tensor(n.out));
 }
-std::unique_ptr<CpuKernel> make_copy(const CpuNode& n, PlanState& s) {  // stop_gradient, expand
+std::unique_ptr<Kernel> make_copy(const KernelNode& n, PlanState& s) {  // stop_gradient, expand
   return copy_node(n, s, "copy", tensor(n.in[0]), tensor(n.out));
 }
-std::unique_ptr<CpuKernel> make_reshape(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_reshape(const KernelNode& n, PlanState& s) {
   // The input's elements in row-major order: write them into out viewed with the input's dims.
   Tensor out = tensor(n.in[0]);
   out.data = n.out.data;
@@ -206,7 +206,7 @@ std::unique_ptr<CpuKernel> make_reshape(const CpuNode& n, PlanState& s) {
   }
   return copy_node(n, s, "copy (reshape)", tensor(n.in[0]), out);
 }
-std::unique_ptr<CpuKernel> make_permute(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_permute(const KernelNode& n, PlanState& s) {
   Tensor x = tensor(n.in[0]);
   const Tensor src = x;
   for (int k = 0; k < x.rank; ++k) {
@@ -216,14 +216,14 @@ std::unique_ptr<CpuKernel> make_permute(const CpuNode& n, PlanState& s) {
   }
   return copy_node(n, s, "copy (permute)", x, tensor(n.out));
 }
-std::unique_ptr<CpuKernel> make_slice(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_slice(const KernelNode& n, PlanState& s) {
   const auto axis = static_cast<int>(n.attr().i[0]);
   const std::int64_t start = n.attr().i[1], end = n.attr().i[2];
   if (!(start >= 0 && end >= start && end <= n.in[0].dims[axis])) throw_reference_check(n);
   return copy_node(n, s, "copy (slice)", sub(tensor(n.in[0]), axis, start, end - start),
                    tensor(n.out));
 }
-std::unique_ptr<CpuKernel> make_slice_backward(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_slice_backward(const KernelNode& n, PlanState& s) {
   const auto axis = static_cast<int>(n.attr().i[0]);
   const std::int64_t start = n.attr().i[1], end = n.attr().i[2];
   if (!(start >= 0 && end >= start && end <= n.out.dims[axis])) throw_reference_check(n);
@@ -234,7 +234,7 @@ std::unique_ptr<CpuKernel> make_slice_backward(const CpuNode& n, PlanState& s) {
     convert(l, part, dst);
   });
 }
-std::unique_ptr<CpuKernel> make_concat(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_concat(const KernelNode& n, PlanState& s) {
   const auto axis = static_cast<int>(n.attr().i[0]);
   std::vector<std::pair<Tensor, Tensor>> copies;
   std::int64_t offset = 0;
@@ -248,7 +248,7 @@ std::unique_ptr<CpuKernel> make_concat(const CpuNode& n, PlanState& s) {
     for (const auto& [src, dst] : copies) convert(l, src, dst);
   });
 }
-std::unique_ptr<CpuKernel> make_concat_backward(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_concat_backward(const KernelNode& n, PlanState& s) {
   const auto axis = static_cast<int>(n.attr().i[0]);
   const std::int64_t prefix = n.attr().i[2], total = n.attr().i[3];
   const std::int64_t whole = n.in[0].dims[axis];
@@ -258,12 +258,12 @@ std::unique_ptr<CpuKernel> make_concat_backward(const CpuNode& n, PlanState& s) 
   return copy_node(n, s, "copy (concat_backward)",
                    sub(tensor(n.in[0]), axis, offset, n.out.dims[axis]), tensor(n.out));
 }
-std::unique_ptr<CpuKernel> make_constant(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_constant(const KernelNode& n, PlanState& s) {
   const double v = n.attr().f[0];
   const Tensor out = tensor(n.out);
   return node(n, s, "fill", [=](const Launch& l) { fill(l, v, out); });
 }
-std::unique_ptr<CpuKernel> make_numel(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_numel(const KernelNode& n, PlanState& s) {
   double count = 1;  // known when the plan is made: the bound dims
   const auto mask = static_cast<std::uint32_t>(n.attr().i[0]);
   for (int d = 0; d < n.in[0].rank; ++d)
@@ -271,22 +271,22 @@ std::unique_ptr<CpuKernel> make_numel(const CpuNode& n, PlanState& s) {
   const Tensor out = tensor(n.out);
   return node(n, s, "fill (numel)", [=](const Launch& l) { fill(l, count, out); });
 }
-std::unique_ptr<CpuKernel> make_positions(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_positions(const KernelNode& n, PlanState& s) {
   const std::int64_t start = n.attr().i[0];
   const Tensor out = tensor(n.out);
   return node(n, s, "iota", [=](const Launch& l) { iota(l, start, out); });
 }
-std::unique_ptr<CpuKernel> make_causal_mask(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_causal_mask(const KernelNode& n, PlanState& s) {
   const Tensor out = tensor(n.out);
   return node(n, s, "causal_mask", [=](const Launch& l) { causal_mask(l, out); });
 }
-std::unique_ptr<CpuKernel> make_padding_mask(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_padding_mask(const KernelNode& n, PlanState& s) {
   need_contiguous(n);
   const Tensor len = tensor(n.in[0]), out = tensor(n.out);
   return node(
       n, s, "padding_mask", [=](const Launch& l) { padding_mask(l, len, out); }, true);
 }
-std::unique_ptr<CpuKernel> make_dropout(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_dropout(const KernelNode& n, PlanState& s) {
   const double p = n.attr().f[0];
   if (!(p >= 0.0 && p < 1.0)) throw_reference_check(n);
   need_float(n, n.out.dtype);
@@ -305,14 +305,14 @@ std::unique_ptr<CpuKernel> make_dropout(const CpuNode& n, PlanState& s) {
 }
 
 // ---- rows -------------------------------------------------------------------------------------
-std::int64_t normalised_length(const CpuNode& n) {
+std::int64_t normalised_length(const KernelNode& n) {
   const auto k = static_cast<int>(n.attr().i[0]);
   if (k < 1 || k > n.in[0].rank) refuse(n, "bad number of normalised dims");
   std::int64_t len = 1;
   for (int d = n.in[0].rank - k; d < n.in[0].rank; ++d) len *= n.in[0].dims[d];
   return len;
 }
-std::unique_ptr<CpuKernel> make_softmax(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_softmax(const KernelNode& n, PlanState& s) {
   need_float(n, n.out.dtype);
   need_contiguous(n);
   const bool log = op_id(n.n().op) == OpId::log_softmax;
@@ -323,7 +323,7 @@ std::unique_ptr<CpuKernel> make_softmax(const CpuNode& n, PlanState& s) {
   return node(n, s, log ? "log_softmax" : "softmax",
               [=](const Launch& l) { softmax(l, log, axis, x, masked ? &m : nullptr, out); });
 }
-std::unique_ptr<CpuKernel> make_softmax_backward(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_softmax_backward(const KernelNode& n, PlanState& s) {
   need_float(n, n.out.dtype);
   need_contiguous(n);
   const bool log = op_id(n.n().op) == OpId::log_softmax_backward;
@@ -333,7 +333,7 @@ std::unique_ptr<CpuKernel> make_softmax_backward(const CpuNode& n, PlanState& s)
               [=](const Launch& l) { softmax_backward(l, log, axis, y, g, out); });
 }
 // layer_norm (x, [w, b]), rms_norm (x, [w]) and their backward ops (x, [w], g): one factory.
-std::unique_ptr<CpuKernel> make_norm(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_norm(const KernelNode& n, PlanState& s) {
   need_float(n, n.out.dtype);
   need_contiguous(n);
   const OpId op = op_id(n.n().op);
@@ -361,7 +361,7 @@ std::unique_ptr<CpuKernel> make_norm(const CpuNode& n, PlanState& s) {
       rms_norm(l, len, eps, x, weighted ? &w : nullptr, out);
   });
 }
-std::unique_ptr<CpuKernel> make_reduce(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_reduce(const KernelNode& n, PlanState& s) {
   need_float(n, n.out.dtype);
   const OpId op = op_id(n.n().op);
   const int fold = op == OpId::sum ? 0 : (op == OpId::mean ? 1 : 2);
@@ -381,7 +381,7 @@ bool has_mods(const GraphView& g, int n) {
 
 // attention (q, k, v, [keep | pos]), attention_backward (q, k, v, o, do, [keep | pos]) and
 // attention_backward_kv (dq, then attention_backward's inputs): one factory.
-std::unique_ptr<CpuKernel> make_attention(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_attention(const KernelNode& n, PlanState& s) {
   const OpId op = op_id(n.n().op);
   const std::span<const TensorView> in =
       op == OpId::attention_backward_kv ? std::span(n.in).subspan(1) : std::span(n.in);
@@ -450,7 +450,7 @@ std::unique_ptr<CpuKernel> make_attention(const CpuNode& n, PlanState& s) {
   });
   return kern;
 }
-std::unique_ptr<CpuKernel> make_cache_write(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_cache_write(const KernelNode& n, PlanState& s) {
   need_contiguous(n);
   const TensorView &cache = n.in[0], &rows = n.in[1], &pos = n.in[2];
   if (pos.dtype != DType::i32 && pos.dtype != DType::i64)
@@ -481,7 +481,7 @@ std::unique_ptr<CpuKernel> make_cache_write(const CpuNode& n, PlanState& s) {
       },
       true);
 }
-std::unique_ptr<CpuKernel> make_argmax(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_argmax(const KernelNode& n, PlanState& s) {
   const DType t = n.in[0].dtype;
   if (t != DType::f32 && t != DType::f64 && t != DType::i32 && t != DType::i64)
     refuse(n, "argmax takes f32, f64, i32 or i64, got " + std::string(dtype_name(t)));
@@ -493,7 +493,7 @@ std::unique_ptr<CpuKernel> make_argmax(const CpuNode& n, PlanState& s) {
   const Tensor x = tensor(n.in[0]), out = tensor(n.out);
   return node(n, s, "argmax", [=](const Launch& l) { argmax(l, axis, x, out); });
 }
-std::unique_ptr<CpuKernel> make_cumsum(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_cumsum(const KernelNode& n, PlanState& s) {
   need_float(n, n.out.dtype);
   need_contiguous(n);
   const int axis = static_cast<int>(n.attr().i[0]);
@@ -501,11 +501,11 @@ std::unique_ptr<CpuKernel> make_cumsum(const CpuNode& n, PlanState& s) {
   const Tensor x = tensor(n.in[0]), out = tensor(n.out);
   return node(n, s, "cumsum", [=](const Launch& l) { cumsum(l, axis, reverse, x, out); });
 }
-void need_ids(const CpuNode& n, const TensorView& ids, const char* what) {
+void need_ids(const KernelNode& n, const TensorView& ids, const char* what) {
   if (ids.dtype != DType::i32 && ids.dtype != DType::i64)
     refuse(n, std::string(what) + " must be i32 or i64, got " + std::string(dtype_name(ids.dtype)));
 }
-std::unique_ptr<CpuKernel> make_cross_entropy(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_cross_entropy(const KernelNode& n, PlanState& s) {
   need_float(n, n.out.dtype);
   need_contiguous(n);
   need_ids(n, n.in[1], "labels");
@@ -522,13 +522,13 @@ std::unique_ptr<CpuKernel> make_cross_entropy(const CpuNode& n, PlanState& s) {
   }
   return k;
 }
-std::unique_ptr<CpuKernel> make_mse_loss(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_mse_loss(const KernelNode& n, PlanState& s) {
   need_float(n, n.out.dtype);
   need_contiguous(n);
   const Tensor p = tensor(n.in[0]), t = tensor(n.in[1]), out = tensor(n.out);
   return node(n, s, "mse_loss", [=](const Launch& l) { mse_loss(l, p, t, out); });
 }
-std::unique_ptr<CpuKernel> make_embedding(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_embedding(const KernelNode& n, PlanState& s) {
   need_float(n, n.out.dtype);
   need_contiguous(n);
   need_ids(n, n.in[0], "ids");
@@ -547,7 +547,7 @@ std::unique_ptr<CpuKernel> make_embedding(const CpuNode& n, PlanState& s) {
   return k;
 }
 
-std::unique_ptr<CpuKernel> make_rope(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_rope(const KernelNode& n, PlanState& s) {
   need_float(n, n.out.dtype);
   need_contiguous(n);
   const double theta = n.attr().f[0];
@@ -564,20 +564,20 @@ std::unique_ptr<CpuKernel> make_rope(const CpuNode& n, PlanState& s) {
 }
 
 // ---- optimizers -------------------------------------------------------------------------------
-const float* scalar(const CpuNode& n, std::size_t k, std::int64_t count = 1) {
+const float* scalar(const KernelNode& n, std::size_t k, std::int64_t count = 1) {
   const TensorView& v = n.in[k];
   if (v.dtype != DType::f32 || v.numel() != count)
     refuse(n, "input " + std::to_string(k) + " must be f32 with " + std::to_string(count) +
                   " element(s), got " + std::string(dtype_name(v.dtype)));
   return static_cast<const float*>(v.data);
 }
-OptimAttrs optim_attrs(const CpuNode& n) {
+OptimAttrs optim_attrs(const KernelNode& n) {
   OptimAttrs a;
   for (int k = 0; k < 4; ++k) a.f[k] = n.attr().f[k];
   for (int k = 0; k < 2; ++k) a.i[k] = n.attr().i[k];
   return a;
 }
-std::unique_ptr<CpuKernel> make_sgd(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_sgd(const KernelNode& n, PlanState& s) {
   if (n.in[0].dtype != DType::f32 || n.out.dtype != DType::f32)
     refuse(n, "the CUDA update handles f32 parameters");
   const OptimAttrs at = optim_attrs(n);
@@ -588,7 +588,7 @@ std::unique_ptr<CpuKernel> make_sgd(const CpuNode& n, PlanState& s) {
   return node(n, s, "sgd_update",
               [=](const Launch& l) { sgd_update(l, at, p, g, buf, lr, gs, hp, out); });
 }
-std::unique_ptr<CpuKernel> make_adam(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_adam(const KernelNode& n, PlanState& s) {
   if (n.in[0].dtype != DType::f32 || n.out.dtype != DType::f32)
     refuse(n, "the CUDA update handles f32 parameters");
   const OptimAttrs at = optim_attrs(n);

@@ -37,10 +37,10 @@ Tensor sub(const Tensor& whole, int axis, std::int64_t start, std::int64_t len);
 // One node: a launch on the backend's stream, checked for launch errors. A node whose kernels
 // can find bad inputs keeps its node's views, so that after a bad report the host can copy the
 // inputs back and let the reference kernel throw the CPU's error message.
-class NodeKernel final : public CpuKernel {
+class NodeKernel final : public Kernel {
  public:
   // reports: the node's kernels may record a bad input (ids, labels, lengths, divisors).
-  NodeKernel(const CpuNode& n, PlanState& s, std::string what, bool reports = false);
+  NodeKernel(const KernelNode& n, PlanState& s, std::string what, bool reports = false);
   ~NodeKernel() override;
   void set(std::function<void(const Launch&)> fn) { fn_ = std::move(fn); }
   // Device scratch owned by this kernel (allocated once, at plan time).
@@ -62,7 +62,7 @@ class NodeKernel final : public CpuKernel {
   std::vector<void*> workspaces_;
 };
 
-using Factory = std::unique_ptr<CpuKernel> (*)(const CpuNode&, PlanState&);
+using Factory = std::unique_ptr<Kernel> (*)(const KernelNode&, PlanState&);
 struct OpSupport {
   Factory make = nullptr;
   const char* unsupported = nullptr;  // why the op has no CUDA kernel (make is then null)
@@ -84,9 +84,9 @@ Gemm plan_gemm(const TensorView& a, const TensorView& b, const TensorView& c, bo
 std::string unsupported(const GraphView& g);  // see stag::device_unsupported
 
 // cuBLASLt matmul (runtime/cuda/matmul.cpp).
-std::unique_ptr<CpuKernel> make_matmul(const CpuNode& n, PlanState& s);
+std::unique_ptr<Kernel> make_matmul(const KernelNode& n, PlanState& s);
 
 // Refuses a node with the reason: "stag: cuda cannot run node '<name>' (op <op>): <why>".
-[[noreturn]] void refuse(const CpuNode& n, const std::string& why);
+[[noreturn]] void refuse(const KernelNode& n, const std::string& why);
 
 }  // namespace stag::STAG_CUDA_NAMESPACE

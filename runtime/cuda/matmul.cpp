@@ -27,7 +27,7 @@ cudaDataType_t blas_type(DType t) {
 
 // What both matmul kernels (cuBLASLt, and the host GEMM of interpret mode) take: no folded
 // epilogue, operands of one float dtype with dense matrices, a contiguous output.
-static void check_operands(const CpuNode& n) {
+static void check_operands(const KernelNode& n) {
   const TensorView &a = n.in[0], &b = n.in[1], &c = n.out;
   if (!n.post.empty()) refuse(n, "internal: folded operations reached the GPU");
   if (a.dtype != b.dtype ||
@@ -102,7 +102,7 @@ namespace {
 // accumulator. A stand-in for cuBLASLt's results, not a model of its rounding or of TF32.
 class Matmul {
  public:
-  Matmul(const CpuNode& n, PlanState&) {
+  Matmul(const KernelNode& n, PlanState&) {
     const TensorView &a = n.in[0], &b = n.in[1], &c = n.out;
     ta_ = n.attr().i[0] != 0;
     tb_ = n.attr().i[1] != 0;
@@ -177,7 +177,7 @@ namespace {
 
 class Matmul {
  public:
-  Matmul(const CpuNode& n, PlanState& s) : backend_(s.backend) {
+  Matmul(const KernelNode& n, PlanState& s) : backend_(s.backend) {
     const TensorView &a = n.in[0], &b = n.in[1], &c = n.out;
     const bool ta = n.attr().i[0] != 0, tb = n.attr().i[1] != 0;
     check_operands(n);
@@ -282,7 +282,7 @@ class Matmul {
 }  // namespace
 #endif
 
-std::unique_ptr<CpuKernel> make_matmul(const CpuNode& n, PlanState& s) {
+std::unique_ptr<Kernel> make_matmul(const KernelNode& n, PlanState& s) {
   auto mm = std::make_shared<Matmul>(n, s);
   auto k = std::make_unique<NodeKernel>(n, s, mm->what());
   k->set([mm](const Launch& l) { mm->run(l); });
