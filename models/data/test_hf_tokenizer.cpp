@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,11 @@ struct TempDir {
     return path / name;
   }
 };
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
 
 // Ids 0-255: the bytes in byte order; then "he" 256, "ll" 257, "hell" 258, "Ġw" 259, and
 // "<|endoftext|>" 260. Merges best first: h e, l l, he ll, Ġ w.
@@ -175,6 +181,29 @@ TEST_CASE("HfTokenizer reads tokenizer.json like the GPT-2 files, and writes bot
         Ids{'h', 'e', ' ', 'l', 'l'});
   CHECK_THROWS_WITH(s.save_gpt2_files(d.path / "out"),
                     Catch::Contains("save this one as tokenizer.json"));
+}
+
+TEST_CASE("HfTokenizer's files are replaced whole or not at all", "[data][hf_tokenizer]") {
+  TempDir d;
+  const HfTokenizer a = toy(d);
+  const fs::path out = d.path / "out";
+  fs::create_directories(out);
+  a.save_gpt2_files(out);
+  const std::string before = slurp(out / "vocab.json");
+  // Saving again over the files leaves no temporary beside them.
+  a.save_gpt2_files(out);
+  a.save_tokenizer_json(out / "tokenizer.json");
+  int files = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(out)) ++files;
+  CHECK(files == 3);
+  CHECK(slurp(out / "vocab.json") == before);
+  // A write that fails (here the temporary file cannot be made: a folder holds its name; a full
+  // disk fails the same way, later) is an error naming the file, and the old file is unchanged.
+  fs::create_directories(out / ("merges.txt.tmp." + std::to_string(getpid())));
+  const std::string merges = slurp(out / "merges.txt");
+  CHECK_THROWS_WITH(a.save_gpt2_files(out),
+                    Catch::Contains("could not write") && Catch::Contains("merges.txt"));
+  CHECK(slurp(out / "merges.txt") == merges);
 }
 
 TEST_CASE("HfTokenizer refuses malformed or unsupported files, naming what is wrong",
