@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <set>
 
@@ -31,25 +30,8 @@ namespace detail {
   throw Error("stag::hf: " + file.string() + ": " + what);
 }
 
-// Writes `text` to `path` atomically (a temporary beside it, renamed over it).
 void write_text_atomic(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << text;
-    f.flush();
-    if (!f) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      fail(path, "cannot write (disk full or no permission?)");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    fail(path, "cannot rename the temporary file into place: " + ec.message());
-  }
+  data::write_text_atomic(path, text, "stag::hf: ");
 }
 
 }  // namespace detail

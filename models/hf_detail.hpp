@@ -9,8 +9,8 @@ namespace stag::hf::detail {
 
 // A stag::Error "stag::hf: FILE: WHAT".
 [[noreturn]] void fail(const std::filesystem::path& file, const std::string& what);
-// Writes `text` to `path` atomically (a temporary beside it, renamed over it); fail() when it
-// cannot.
+// data::write_text_atomic with stag::hf's error prefix: a temporary beside `path` renamed over
+// it, so a failed write leaves the previous file.
 void write_text_atomic(const std::filesystem::path& path, const std::string& text);
 
 }  // namespace stag::hf::detail

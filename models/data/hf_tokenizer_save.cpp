@@ -1,15 +1,12 @@
 // HfTokenizer's files written back (see hf_tokenizer.hpp): GPT-2's vocab.json + merges.txt, or
 // a tokenizer.json that Hugging Face's tokenizers (and HfTokenizer) read as the original.
-#include <unistd.h>
-
-#include <fstream>
 #include <string>
-#include <system_error>
 
 #include <nlohmann/json.hpp>
 
 #include <stag/models/data/hf_tokenizer.hpp>
 #include <stag/models/data/hf_tokenizer_detail.hpp>
+#include <stag/models/data/text.hpp>
 #include <stag/ops/kernel.hpp>
 
 namespace stag::data {
@@ -19,31 +16,8 @@ namespace {
 using detail::kMeta;
 constexpr std::string_view kWho = detail::kHfWho;
 
-// Writes `text` to `path` through a temporary file beside it, renamed into place: a write that
-// fails (a full disk) leaves the previous file as it was, never a truncated one.
 void write_text(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
-  std::error_code ec;
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f.is_open())
-      throw Error(std::string(kWho) + "could not write " + path.string() +
-                  " (cannot create the temporary file " + tmp.string() + ")");
-    f << text;
-    f.flush();
-    if (!f) {
-      f.close();
-      std::filesystem::remove(tmp, ec);
-      throw Error(std::string(kWho) + "could not write " + path.string() +
-                  " (disk full or no permission?); the previous file is unchanged");
-    }
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw Error(std::string(kWho) + "could not write " + path.string() +
-                ": renaming the temporary file into place failed");
-  }
+  write_text_atomic(path, text, kWho);  // a failed write leaves the previous file (text.hpp)
 }
 
 }  // namespace

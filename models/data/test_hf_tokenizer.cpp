@@ -201,8 +201,7 @@ TEST_CASE("HfTokenizer's files are replaced whole or not at all", "[data][hf_tok
   // disk fails the same way, later) is an error naming the file, and the old file is unchanged.
   fs::create_directories(out / ("merges.txt.tmp." + std::to_string(getpid())));
   const std::string merges = slurp(out / "merges.txt");
-  CHECK_THROWS_WITH(a.save_gpt2_files(out),
-                    Catch::Contains("could not write") && Catch::Contains("merges.txt"));
+  CHECK_THROWS_WITH(a.save_gpt2_files(out), Catch::Contains("merges.txt: cannot write"));
   CHECK(slurp(out / "merges.txt") == merges);
 }
 

@@ -1,9 +1,12 @@
 // Implementation of the shared text helpers (see text.hpp).
 #include <stag/models/data/text.hpp>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <system_error>
 
 #include <stag/ops/kernel.hpp>
 
@@ -146,6 +149,32 @@ std::string read_file(const std::filesystem::path& path, std::string_view what,
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+void write_text_atomic(const std::filesystem::path& path, const std::string& text,
+                       std::string_view who) {
+  const std::string where = std::string(who) + path.string() + ": ";
+  const std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
+  std::error_code ec;
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f.is_open())
+      throw Error(where + "cannot write (cannot create the temporary file " + tmp.string() + ")");
+    f << text;
+    f.flush();
+    if (!f) {
+      f.close();
+      std::filesystem::remove(tmp, ec);
+      throw Error(where +
+                  "cannot write (disk full or no permission?); the previous file is "
+                  "unchanged");
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw Error(where + "cannot rename the temporary file into place: " + ec.message());
+  }
 }
 
 std::filesystem::path npm_data_dir() {

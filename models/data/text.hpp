@@ -39,6 +39,12 @@ std::string read_file(
     const std::filesystem::path& path, std::string_view what,
     std::string_view missing_hint = " (run tools/data.sh to install the data sets)");
 
+// Writes `text` to `path` through `<path>.tmp.<pid>` renamed into place: a write that fails (a
+// full disk) leaves the previous file as it was, never a truncated one. The stag::Error starts
+// with `who` ("stag::hf: ") and names the file. No fsync: a power cut may lose the new file.
+void write_text_atomic(const std::filesystem::path& path, const std::string& text,
+                       std::string_view who);
+
 // Where the npm data sets were unpacked: $STAG_DATA_DIR/npm if set, else the first `data/npm`
 // found in the current directory or its ancestors (so tests run from build/ find the repo's).
 // Throws stag::Error with the tools/data.sh hint when none exists.
