@@ -122,7 +122,7 @@ void check_resume_flags(const std::string& path, const nlohmann::json& config,
   const nlohmann::json now = to_json(o);
   std::string diffs;
   for (const char* key : {"data", "tokenizer", "limit", "batch_size", "accumulation", "max_len",
-                          "bucket", "lowercase", "token_dropout", "seed"}) {
+                          "bucket", "lowercase", "token_dropout", "alternates", "seed"}) {
     if (!run.contains(key) || !now.contains(key) || run[key] == now[key]) continue;
     std::string flag = key;
     std::replace(flag.begin(), flag.end(), '_', '-');

@@ -190,26 +190,40 @@ struct Seq2SeqTask {
 template <const TransformerConfig& C>
 int g2p_task(RunContext& ctx) {
   const RunOptions& o = ctx.opt;
-  const data::G2pDataset ds = data::load_cmudict({}, {.strip_stress = true});
+  // Every pronunciation is loaded: the validation and test words are scored against all of a
+  // word's (and its first alone); training sees the first, or all with --alternates. The words
+  // of each split are the same either way (split_dataset keeps a word's alternates together).
+  const data::G2pDataset ds =
+      data::load_cmudict({}, {.strip_stress = true, .keep_alternates = true});
   data::G2pSplits split = data::split_dataset(ds, {.seed = 0});
+  if (!o.alternates) split.train = data::group_pronunciations(split.train).first;
   if (o.limit > 0)
     split.train.examples.resize(
         std::min(split.train.examples.size(), static_cast<std::size_t>(o.limit)));
+  const data::G2pWords val_words = data::group_pronunciations(split.val);
+  const data::G2pWords test_words = data::group_pronunciations(split.test);
 
   nlohmann::ordered_json config = run_config(ctx, C);
   data::CharTokenizer letters;
+  const data::SymbolVocab phonemes(ds.phoneme_set);
   if (!ctx.resume.empty()) {
     const nlohmann::json saved = checkpoint_config(ctx.resume, "g2p", o.model);
     if (!o.eval_only) check_resume_flags(ctx.resume, saved, o);
     letters = from_checkpoint(ctx.resume, "letters", [&] {
       return data::CharTokenizer::from_json(config_field(saved, "letters", ctx.resume).dump());
     });
+    // The phoneme ids are the data's sorted phoneme set: a checkpoint trained on another set
+    // would read every id as another phoneme.
+    const nlohmann::json saved_phonemes = config_field(saved, "phonemes", ctx.resume);
+    if (saved_phonemes != nlohmann::json(phonemes.symbols()))
+      throw Error("stag-train g2p: --resume " + ctx.resume + ": its phonemes " +
+                  saved_phonemes.dump() + " are not this data's " +
+                  nlohmann::json(phonemes.symbols()).dump());
   } else {
     std::vector<std::string> words;
     for (const data::G2pExample& e : split.train.examples) words.push_back(e.word);
     letters = data::CharTokenizer::build(words);
   }
-  const data::SymbolVocab phonemes(ds.phoneme_set);
   if (letters.vocab_size() > static_cast<std::size_t>(C.src_vocab) ||
       phonemes.size() > static_cast<std::size_t>(C.tgt_vocab))
     throw Error("stag-train g2p: " + std::to_string(letters.vocab_size()) + " letters and " +
@@ -217,27 +231,55 @@ int g2p_task(RunContext& ctx) {
                 "'");
   config["letters"] = nlohmann::json::parse(letters.to_json());
   config["phonemes"] = phonemes.symbols();
+  std::fprintf(stderr,
+               "g2p: %zu training examples (%s), %zu validation and %zu test words (%zu and %zu "
+               "with more than one pronunciation)\n",
+               split.train.examples.size(),
+               o.alternates ? "every pronunciation" : "first pronunciations", val_words.all.size(),
+               test_words.all.size(),
+               static_cast<std::size_t>(std::count_if(val_words.all.begin(), val_words.all.end(),
+                                                      [](const auto& p) { return p.size() > 1; })),
+               static_cast<std::size_t>(std::count_if(test_words.all.begin(), test_words.all.end(),
+                                                      [](const auto& p) { return p.size() > 1; })));
   Seq2SeqData d;
   d.train =
       std::make_shared<const data::EncodedPairs>(data::encode_g2p(letters, phonemes, split.train));
-  d.val = data::encode_g2p(letters, phonemes, split.val);
-  d.test = data::encode_g2p(letters, phonemes, split.test);
+  d.val = data::encode_g2p(letters, phonemes, val_words.first);
+  d.test = data::encode_g2p(letters, phonemes, test_words.first);
   d.vocab_limit = static_cast<std::int32_t>(phonemes.size());
   d.src_vocab = letters.vocab_size();
-  d.score = [](const data::EncodedPairs& e, std::span<const std::size_t> rows,
-               const std::vector<std::vector<std::int32_t>>& pred, const std::string& prefix,
-               MetricsRecord& r) {
-    const eval::ErrorRates rates = eval::error_rates(pred, data::gather(e.tgt, rows));
-    r.set(prefix + "per", rates.per).set(prefix + "wer", rates.wer);
+  using Refs = std::vector<std::vector<std::vector<std::int32_t>>>;
+  const auto encode_all = [&](const data::G2pWords& w) {
+    Refs refs;
+    for (const auto& prons : w.all) {
+      refs.emplace_back();
+      for (const auto& p : prons) refs.back().push_back(phonemes.encode(p));
+    }
+    return refs;
+  };
+  const Refs val_refs = encode_all(val_words), test_refs = encode_all(test_words);
+  // NOTE: `e` is d.val or d.test itself (Seq2SeqTask passes them by reference).
+  d.score = [&](const data::EncodedPairs& e, std::span<const std::size_t> rows,
+                const std::vector<std::vector<std::int32_t>>& pred, const std::string& prefix,
+                MetricsRecord& r) {
+    const eval::ErrorRates first = eval::error_rates(pred, data::gather(e.tgt, rows));
+    const eval::ErrorRates any =
+        eval::error_rates_any(pred, data::gather(&e == &d.val ? val_refs : test_refs, rows));
+    r.set(prefix + "per", first.per)
+        .set(prefix + "wer", first.wer)
+        .set(prefix + "per_any", any.per)
+        .set(prefix + "wer_any", any.wer);
   };
   return Seq2SeqTask<C>::run(ctx, config, d, [&](const std::vector<std::vector<std::int32_t>>& p) {
     for (std::size_t i = 0; i < 5 && i < p.size(); ++i) {
-      const auto& e = split.test.examples[i];
       std::string want, got;
-      for (const std::string& ph : e.phonemes) want += " " + ph;
+      for (const auto& pron : test_words.all[i]) {
+        want += want.empty() ? "" : " |";
+        for (const std::string& ph : pron) want += " " + ph;
+      }
       for (const std::string& ph : phonemes.decode(p[i])) got += " " + ph;
-      std::fprintf(stderr, "  %-16s ->%s   (CMUdict:%s)\n", e.word.c_str(), got.c_str(),
-                   want.c_str());
+      std::fprintf(stderr, "  %-16s ->%s   (CMUdict:%s)\n",
+                   test_words.first.examples[i].word.c_str(), got.c_str(), want.c_str());
     }
   });
 }

@@ -78,6 +78,7 @@ RunOptions defaults_for(Task task) {
   o.threads = 2;
   o.bucket = true;
   o.token_dropout = 0;
+  o.alternates = false;
   o.pretrain_steps = 0;
   o.pretrain_lr = 1e-3;
   o.eval_every = 0;
@@ -204,6 +205,11 @@ const char* help_for(const std::string& field) {
       {"token_dropout",
        "classify: leave each training token out with this probability, anew each epoch (word "
        "dropout, as in deep averaging networks); never the last one of a text"},
+      {"alternates",
+       "g2p: train on every pronunciation CMUdict gives a word (8,711 second or later ones), "
+       "not only its first. Either way the results score each word against its first "
+       "pronunciation (test_per, test_wer) and against all of them, right when it matches any "
+       "(test_per_any, test_wer_any)"},
       {"pretrain_steps",
        "classify: first pretrain the encoder for this many steps as a masked language model "
        "(BERT's objective: 15% of the tokens predicted) on unlabelled English, the fortunes "
@@ -345,6 +351,7 @@ void validate(const RunOptions& o, Task task) {
   if (o.memory_budget_mib < 0) fail("memory_budget_mib", "must not be negative");
   if (!(o.token_dropout >= 0 && o.token_dropout < 1)) fail("token-dropout", "must be in [0, 1)");
   if (o.limit < 0 || o.eval_limit < 0 || o.test_limit < 0) fail("limit", "must not be negative");
+  if (o.alternates && task != Task::g2p) fail("alternates", "only g2p has alternates");
   if (o.pretrain_steps < 0) fail("pretrain-steps", "must not be negative");
   if (!(o.pretrain_lr > 0)) fail("pretrain-lr", "must be positive");
   if (task != Task::classify && (o.pretrain_steps > 0 || !o.init_from.empty()))

@@ -48,6 +48,7 @@ struct ModelOptions {
       (double, memory_budget_mib),  // the training step's arena limit (0: none)
       (bool, bucket),               // batch texts of similar length together
       (double, token_dropout),      // classify: drop each training token with this probability
+      (bool, alternates),  // g2p: train on every pronunciation of a word, not only its first
       // classify: masked-LM pretraining of the encoder on unlabelled text first.
       (std::int64_t, pretrain_steps),  // 0: none
       (double, pretrain_lr),

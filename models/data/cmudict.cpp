@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 #include <sstream>
+#include <string_view>
+#include <unordered_map>
 
 #include <stag/models/data/datasets.hpp>
 #include <stag/models/data/text.hpp>
@@ -88,6 +90,23 @@ G2pDataset load_cmudict(const fs::path& file, const G2pOptions& options) {
   }
   ds.phoneme_set.assign(phonemes.begin(), phonemes.end());
   return ds;
+}
+
+G2pWords group_pronunciations(const G2pDataset& ds) {
+  G2pWords out;
+  out.first.phoneme_set = ds.phoneme_set;
+  out.first.alternates_dropped = ds.alternates_dropped;
+  out.first.words_skipped = ds.words_skipped;
+  std::unordered_map<std::string_view, std::size_t> index;  // word -> its row in `out`
+  for (const G2pExample& e : ds.examples) {
+    const auto [it, fresh] = index.emplace(e.word, out.all.size());
+    if (fresh) {
+      out.first.examples.push_back(e);
+      out.all.emplace_back();
+    }
+    out.all[it->second].push_back(e.phonemes);
+  }
+  return out;
 }
 
 }  // namespace stag::data

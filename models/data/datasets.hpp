@@ -99,4 +99,14 @@ struct G2pDataset {
 // `file` defaults to <npm_data_dir>/datasets-cmudict@0.2.3/data/dict.txt.
 G2pDataset load_cmudict(const fs::path& file = {}, const G2pOptions& options = {});
 
+// The distinct words of a G2P data set, in order of first appearance, each with every
+// pronunciation the set gives it (in the set's order: CMUdict's own first). What a G2P model is
+// scored against: CMUdict lists a second or later pronunciation for 8,711 of its words (with
+// keep_alternates), and a prediction that matches any of a word's pronunciations is right.
+struct G2pWords {
+  G2pDataset first;  // one example per word, with its first pronunciation
+  std::vector<std::vector<std::vector<std::string>>> all;  // all[i]: first.examples[i]'s, in order
+};
+G2pWords group_pronunciations(const G2pDataset& ds);
+
 }  // namespace stag::data

@@ -212,6 +212,20 @@ TEST_CASE("load_cmudict handles alternates, stress marks and odd words as docume
   CHECK(full.examples[1].phonemes == std::vector<std::string>{"EY"});
   CHECK(full.examples[5].word == "{brace");
   CHECK(full.phoneme_set == std::vector<std::string>{"AE", "AH", "B", "EY", "K", "R", "S", "T"});
+
+  // One row per word, every pronunciation under it; a word listed apart from its alternate
+  // (here "cat" again after "cat's") still gathers both.
+  G2pDataset mixed = full;
+  mixed.examples.push_back({"cat", {"K", "AA", "T"}});
+  const G2pWords words = group_pronunciations(mixed);
+  REQUIRE(words.first.examples.size() == 5);
+  CHECK(words.first.examples[0].word == "a");
+  CHECK(words.first.examples[0].phonemes == std::vector<std::string>{"AH"});
+  CHECK(words.all[0] == std::vector<std::vector<std::string>>{{"AH"}, {"EY"}});
+  CHECK(words.first.examples[2].word == "cat");
+  CHECK(words.all[2] == std::vector<std::vector<std::string>>{{"K", "AE", "T"}, {"K", "AA", "T"}});
+  CHECK(words.all[3] == std::vector<std::vector<std::string>>{{"K", "AE", "T", "S"}});
+  CHECK(words.first.phoneme_set == full.phoneme_set);
   dir.write("bad1.txt", "CAT  K AE1 T\nDOG D AO1 G\n");
   CHECK_THROWS_WITH(load_cmudict(dir.path / "bad1.txt"),
                     Catch::Contains("bad1.txt:2: expected \"WORD  PH PH ...\""));

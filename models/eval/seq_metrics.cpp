@@ -43,6 +43,31 @@ ErrorRates error_rates(const std::vector<std::vector<std::int32_t>>& predicted,
   return {length > 0 ? edits / length : 0.0, n > 0 ? wrong / n : 0.0, predicted.size()};
 }
 
+ErrorRates error_rates_any(const std::vector<std::vector<std::int32_t>>& predicted,
+                           const std::vector<std::vector<std::vector<std::int32_t>>>& references) {
+  if (predicted.size() != references.size())
+    throw Error("stag::eval: error_rates_any: " + std::to_string(predicted.size()) +
+                " predictions for " + std::to_string(references.size()) + " reference lists");
+  double edits = 0, length = 0, wrong = 0;
+  for (std::size_t i = 0; i < predicted.size(); ++i) {
+    const auto& refs = references[i];
+    if (refs.empty())
+      throw Error("stag::eval: error_rates_any: example " + std::to_string(i) +
+                  " has no reference");
+    std::size_t best = 0, best_edits = edit_distance(predicted[i], refs[0]);
+    for (std::size_t k = 1; k < refs.size() && best_edits > 0; ++k)
+      if (const std::size_t e = edit_distance(predicted[i], refs[k]); e < best_edits) {
+        best = k;
+        best_edits = e;
+      }
+    edits += static_cast<double>(best_edits);
+    length += static_cast<double>(refs[best].size());
+    wrong += best_edits > 0;
+  }
+  const double n = static_cast<double>(predicted.size());
+  return {length > 0 ? edits / length : 0.0, n > 0 ? wrong / n : 0.0, predicted.size()};
+}
+
 namespace {
 
 void check_same_count(std::size_t predicted, std::size_t reference, const char* what) {

@@ -24,6 +24,13 @@ struct ErrorRates {
 // stag::Error when the two lists differ in length.
 ErrorRates error_rates(const std::vector<std::vector<std::int32_t>>& predicted,
                        const std::vector<std::vector<std::int32_t>>& reference);
+// The same against several references per example (a word's pronunciations): an example is
+// right when its prediction equals any of them, and its edits and length are those of its
+// closest reference (the fewest edits; the first such one), as in the usual G2P scoring of
+// dictionaries with variants. With one reference each it is error_rates. stag::Error when the
+// lists differ in length or an example has no reference.
+ErrorRates error_rates_any(const std::vector<std::vector<std::int32_t>>& predicted,
+                           const std::vector<std::vector<std::vector<std::int32_t>>>& references);
 
 // Character error rate of texts: summed edit distance over Unicode code points / summed
 // reference length (UTF-8 in; each invalid byte counts as one U+FFFD).

@@ -21,6 +21,32 @@ TEST_CASE("edit distance and error rates", "[eval]") {
   CHECK_THROWS_WITH(error_rates({{1}}, {}), Catch::Contains("1 predictions for 0 references"));
 }
 
+TEST_CASE("error rates against several references: right if any matches, PER of the closest",
+          "[eval]") {
+  // Example 1 equals its second reference: right, 0 edits over that reference's 2 symbols.
+  // Example 2 is 1 edit from its second reference (length 4) and 2 from its first (length 3):
+  // the closest counts, 1 / 4. Example 3 has one reference, 1 edit of 1.
+  const std::vector<std::vector<std::int32_t>> pred{{7, 8}, {1, 2, 3, 9}, {5}};
+  const std::vector<std::vector<std::vector<std::int32_t>>> refs{
+      {{7, 8, 9}, {7, 8}}, {{1, 4, 3}, {1, 2, 3, 4}}, {{6}}};
+  const ErrorRates e = error_rates_any(pred, refs);
+  CHECK(e.per == Approx((0.0 + 1.0 + 1.0) / (2.0 + 4.0 + 1.0)));
+  CHECK(e.wer == Approx(2.0 / 3.0));
+  CHECK(e.words == 3);
+  // A tie in edits goes to the first of the closest: {2} is 1 edit from {1} (length 1) and from
+  // {2, 5} (length 2).
+  CHECK(error_rates_any({{2}}, {{{1}, {2, 5}}}).per == Approx(1.0));
+  CHECK(error_rates_any({{2}}, {{{2, 5}, {1}}}).per == Approx(0.5));
+  // With one reference each it is error_rates.
+  const std::vector<std::vector<std::int32_t>> p2{{1, 2, 3}, {4}}, r2{{1, 2, 3}, {4, 5}};
+  const ErrorRates one = error_rates_any(p2, {{r2[0]}, {r2[1]}});
+  CHECK(one.per == Approx(error_rates(p2, r2).per));
+  CHECK(one.wer == Approx(error_rates(p2, r2).wer));
+  CHECK_THROWS_WITH(error_rates_any({{1}}, {}),
+                    Catch::Contains("1 predictions for 0 reference lists"));
+  CHECK_THROWS_WITH(error_rates_any({{1}}, {{}}), Catch::Contains("example 0 has no reference"));
+}
+
 TEST_CASE("character error rate counts code points, not bytes", "[eval]") {
   // "straße" against "strasse": ß -> s is one substitution, one insertion: 2 edits / 7.
   CHECK(char_error_rate({"straße"}, {"strasse"}) == Approx(2.0 / 7.0));
