@@ -128,7 +128,7 @@ def modules(torch):
         def __init__(self, c):
             super().__init__()
             d, p, f, h = c["d_model"], c["dropout"], c["d_ff"], c["heads"]
-            self.d, self.p = d, p
+            self.d, self.p, self.label_smoothing = d, p, c.get("label_smoothing", 0.0)
             self.src, self.tgt = nn.Embedding(c["src_vocab"], d), nn.Embedding(c["tgt_vocab"], d)
             self.enc = nn.ModuleList()
             for _ in range(c["enc_layers"]):
@@ -143,6 +143,14 @@ def modules(torch):
                 self.dec.append(m)
             self.enc_norm, self.dec_norm = nn.LayerNorm(d), nn.LayerNorm(d)
             self.gen = nn.Linear(d, c["tgt_vocab"])
+            # stag's initialisation (ops/parameter/parameter.hpp): embeddings N(0, 0.02^2),
+            # projection weights Xavier-uniform, biases 0 (norms: gain 1, bias 0, as PyTorch's).
+            for m in self.modules():
+                if isinstance(m, nn.Embedding):
+                    nn.init.normal_(m.weight, 0.0, 0.02)
+                elif isinstance(m, nn.Linear):
+                    nn.init.xavier_uniform_(m.weight)
+                    nn.init.zeros_(m.bias)
 
         def pe(self, s):
             pos = torch.arange(s).float().unsqueeze(1)
@@ -151,25 +159,34 @@ def modules(torch):
             pe[:, 0::2], pe[:, 1::2] = torch.sin(pos * w), torch.cos(pos * w)
             return pe
 
-        def forward(self, src, src_keep, tgt_in, tgt_keep, tgt_out):
-            drop = lambda t: F.dropout(t, self.p, self.training)
-            x = drop(self.src(src) * math.sqrt(self.d) + self.pe(src.shape[1]))
-            y = drop(self.tgt(tgt_in) * math.sqrt(self.d) + self.pe(tgt_in.shape[1]))
+        def drop(self, t):
+            return F.dropout(t, self.p, self.training)
+
+        def encode(self, src, src_keep):
+            x = self.drop(self.src(src) * math.sqrt(self.d) + self.pe(src.shape[1]))
             ek = src_keep.unsqueeze(1)
             for m in self.enc:
                 h = m.n1(x)
-                x = x + drop(m.att(h, h, ek))
-                x = x + drop(m.ffn(m.n2(x)))
-            x = self.enc_norm(x)
+                x = x + self.drop(m.att(h, h, ek))
+                x = x + self.drop(m.ffn(m.n2(x)))
+            return self.enc_norm(x)
+
+        def decode(self, tgt_in, tgt_keep, memory, src_keep):  # logits at every target position
+            y = self.drop(self.tgt(tgt_in) * math.sqrt(self.d) + self.pe(tgt_in.shape[1]))
             t = tgt_in.shape[1]
             dk = tgt_keep.unsqueeze(1) & torch.ones(t, t, dtype=torch.bool).tril().unsqueeze(0)
+            ek = src_keep.unsqueeze(1)
             for m in self.dec:
                 h = m.n1(y)
-                y = y + drop(m.att(h, h, dk))
-                y = y + drop(m.cross(m.n2(y), x, ek))
-                y = y + drop(m.ffn(m.n3(y)))
-            logits = self.gen(self.dec_norm(y))
-            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1), ignore_index=-100)
+                y = y + self.drop(m.att(h, h, dk))
+                y = y + self.drop(m.cross(m.n2(y), memory, ek))
+                y = y + self.drop(m.ffn(m.n3(y)))
+            return self.gen(self.dec_norm(y))
+
+        def forward(self, src, src_keep, tgt_in, tgt_keep, tgt_out):
+            logits = self.decode(tgt_in, tgt_keep, self.encode(src, src_keep), src_keep)
+            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1), ignore_index=-100,
+                                   label_smoothing=self.label_smoothing)
 
     return Lm, Seq2Seq
 

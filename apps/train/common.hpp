@@ -64,9 +64,9 @@ TrainingGraphs graphs_for(const RunContext& ctx) {
     if constexpr (Bf16)
       return training_graphs<detail::kAutocastNet<Net>, Opt>();
     else
-      throw Error("stag-train: --precision bf16 is compiled for " + bf16_presets_text() +
-                  " presets only, not for '" + ctx.opt.model +
-                  "' of this task (use one of those, or --precision f32 or auto)");
+      throw Error("stag-train: --precision bf16 is compiled for the presets " +
+                  bf16_presets_text() + " only, not for '" + ctx.opt.model + "' of " +
+                  task_name(ctx.task) + " (use one of those, or --precision f32 or auto)");
   }
   return training_graphs<Net, Opt>();
 }

@@ -17,9 +17,11 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include <stag/models/data/pairs.hpp>
 #include <stag/models/data/split.hpp>
+#include <stag/models/data/text.hpp>
 #include <stag/models/eval/seq_metrics.hpp>
 #include <stag/models/presets.hpp>
 #include <stag/models/seq2seq_generator.hpp>
@@ -112,7 +114,7 @@ struct Seq2SeqTask {
         [=](std::int64_t e) { return plan_of(e).size(); },
         [=](std::int64_t e, std::size_t i) { return pair_batch(*train, plan_of(e)[i], max_len); }};
     const std::int64_t total = planned_steps(o, plan_of(0).size());
-    Trainer trainer(graphs_for<net, kOptimizer, &C == &kG2pSmall>(ctx),
+    Trainer trainer(graphs_for<net, kOptimizer, /*Bf16=*/true>(ctx),
                     trainer_options(ctx, total, C.d_model, config.dump()));
     print_model(ctx, config, net, data.src_vocab);
 
@@ -241,6 +243,28 @@ int g2p_task(RunContext& ctx) {
                                                       [](const auto& p) { return p.size() > 1; })),
                static_cast<std::size_t>(std::count_if(test_words.all.begin(), test_words.all.end(),
                                                       [](const auto& p) { return p.size() > 1; })));
+  if (!o.export_data.empty()) {
+    // The split as text, for tools/torch_g2p.py: the same words in PyTorch. Training examples
+    // are [word, pronunciation], held-out words [word, [every pronunciation]].
+    const auto joined = [](const std::vector<std::string>& phs) {
+      std::string t;
+      for (const std::string& p : phs) t += (t.empty() ? "" : " ") + p;
+      return t;
+    };
+    nlohmann::json j = {{"phonemes", phonemes.symbols()}, {"train", nlohmann::json::array()}};
+    for (const data::G2pExample& e : split.train.examples)
+      j["train"].push_back({e.word, joined(e.phonemes)});
+    for (const auto& [name, w] : {std::pair{"val", &val_words}, std::pair{"test", &test_words}}) {
+      nlohmann::json rows = nlohmann::json::array();
+      for (std::size_t i = 0; i < w->all.size(); ++i) {
+        nlohmann::json prons = nlohmann::json::array();
+        for (const auto& p : w->all[i]) prons.push_back(joined(p));
+        rows.push_back({w->first.examples[i].word, prons});
+      }
+      j[name] = std::move(rows);
+    }
+    data::write_text_atomic(o.export_data, j.dump() + "\n", "stag-train g2p: --export-data: ");
+  }
   Seq2SeqData d;
   d.train =
       std::make_shared<const data::EncodedPairs>(data::encode_g2p(letters, phonemes, split.train));

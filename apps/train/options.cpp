@@ -15,8 +15,13 @@ struct Bf16Preset {
   Task task;
   std::string_view model;
 };
-constexpr Bf16Preset kBf16Presets[] = {
-    {Task::classify, "pre"}, {Task::lm, "small"}, {Task::g2p, "small"}};
+// Those whose task compiles graphs_for<..., Bf16 = true>: classify.cpp, lm.cpp, and every preset
+// of g2p and seq2seq (Seq2SeqTask in g2p.cpp).
+constexpr Bf16Preset kBf16Presets[] = {{Task::classify, "pre"},
+                                       {Task::lm, "small"},
+                                       {Task::g2p, "small"},
+                                       {Task::g2p, "base"},
+                                       {Task::seq2seq, "small"}};
 }  // namespace
 
 bool compiles_bf16(Task task, std::string_view model) {
@@ -26,12 +31,17 @@ bool compiles_bf16(Task task, std::string_view model) {
 }
 
 std::string bf16_presets_text() {
+  // "classify's 'pre'; ...; g2p's 'small' and 'base'; seq2seq's 'small'"
   std::string t;
   const std::size_t n = std::size(kBf16Presets);
   for (std::size_t i = 0; i < n; ++i) {
-    t += i == 0 ? "" : (i + 1 == n ? " and " : ", ");
-    t += std::string(task_name(kBf16Presets[i].task)) + "'s '" +
-         std::string(kBf16Presets[i].model) + "'";
+    const bool first_of_task = i == 0 || kBf16Presets[i - 1].task != kBf16Presets[i].task;
+    const bool last_of_task = i + 1 == n || kBf16Presets[i + 1].task != kBf16Presets[i].task;
+    if (first_of_task)
+      t += (i == 0 ? "" : "; ") + std::string(task_name(kBf16Presets[i].task)) + "'s ";
+    else
+      t += last_of_task ? " and " : ", ";
+    t += "'" + std::string(kBf16Presets[i].model) + "'";
   }
   return t;
 }
@@ -194,9 +204,9 @@ const char* help_for(const std::string& field) {
       {"precision",
        "f32, or bf16: every matmul reads bf16 operands and accumulates in f32 (stag::autocast; "
        "norms, softmax, losses, the optimizer and the checkpoint stay f32); compiled for the "
-       "presets classify pre, lm small and g2p small, and lm --init-hf's; or auto: bf16 where "
-       "the CPU multiplies bf16 natively (AVX512-BF16, AMX) and the preset has it, else f32 "
-       "(what ./run.sh g2p and lm pass)"},
+       "presets classify pre, lm small, every g2p preset and seq2seq small, and lm --init-hf's; "
+       "or auto: bf16 where the CPU multiplies bf16 natively (AVX512-BF16, AMX) and the preset "
+       "has it, else f32 (what ./run.sh g2p and lm pass)"},
       {"memory_budget_mib",
        "Keep the training step's arena (activations, gradients, temporaries; not the weights or "
        "optimizer state) within this many MiB by computing some forward values again in the "
@@ -257,7 +267,8 @@ const char* help_for(const std::string& field) {
        "run)"},
       {"export_data",
        "classify: also write the tokenised train/val/test splits to this JSON file "
-       "(tools/torch_classifier.py reads it)"},
+       "(tools/torch_classifier.py reads it); g2p: the split's words and pronunciations "
+       "(tools/torch_g2p.py reads it)"},
       {"dump_logits",
        "classify: after training, write the logits of the first 16 validation texts to this JSON "
        "file (tools/torch_classifier.py check)"},

@@ -306,13 +306,14 @@ TEST_CASE("precision auto: bf16 only where the CPU has it natively and the prese
   CHECK(resolve_precision("auto", true, false) == "f32");    // a preset without bf16 graphs
   CHECK(resolve_precision("bf16", false, false) == "bf16");  // asked for: kept (and refused
   CHECK(resolve_precision("f32", true, true) == "f32");      // later, by name, if not compiled)
-  // The defaults of classify, lm and g2p are compiled in bf16; seq2seq's is not.
-  for (const Task t : {Task::classify, Task::lm, Task::g2p})
+  // Every task's default is compiled in bf16, and every g2p preset.
+  for (const Task t : {Task::classify, Task::lm, Task::g2p, Task::seq2seq})
     CHECK(compiles_bf16(t, defaults_for(t).model));
-  CHECK(!compiles_bf16(Task::seq2seq, defaults_for(Task::seq2seq).model));
-  CHECK(!compiles_bf16(Task::g2p, "base"));
+  CHECK(compiles_bf16(Task::g2p, "base"));
+  CHECK(!compiles_bf16(Task::classify, "base"));
   CHECK(!compiles_bf16(Task::lm, "small-bpe"));
-  CHECK(bf16_presets_text() == "classify's 'pre', lm's 'small' and g2p's 'small'");
+  CHECK(bf16_presets_text() ==
+        "classify's 'pre'; lm's 'small'; g2p's 'small' and 'base'; seq2seq's 'small'");
   RunOptions o = defaults_for(Task::g2p);
   o.precision = "auto";
   CHECK_NOTHROW(validate(o, Task::g2p));

@@ -455,6 +455,32 @@ TEST_CASE("a time-boxed fit ends with its fitted schedule when the steps run fas
   CHECK(t.steps_done() >= 5);
 }
 
+TEST_CASE("a time-boxed fit whose steps slow down refits its schedule to end with the box",
+          "[trainer][reliability]") {
+  const data::EncodedTexts d = make_rows(16, 2);
+  TrainerOptions o = options(3);
+  o.lr = LrSchedule::cosine(1e-3, 2, 1000000);
+  Trainer t(training_graphs<drop_net, kOpt, false>(), o);
+  // The first 40 batches take next to no time, the rest 20 ms each: the fit after 5 steps plans
+  // thousands of steps, and about 40 + 50 steps/s * 3 s are taken. Fitted only then (before the
+  // fix), the box ended at a few percent of the schedule, the learning rate near its peak.
+  DataSource src = source_of(d, 4, 3);
+  auto calls = std::make_shared<int>(0);
+  src.batch = [calls, batch = src.batch](std::int64_t e, std::size_t i) {
+    if ((*calls)++ >= 40) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return batch(e, i);
+  };
+  t.fit(src, {.epochs = std::int64_t{1} << 40, .max_seconds = 3.0, .plan_steps = 5});
+  const LrSchedule& lr = t.options().lr;
+  INFO("steps " << t.steps_done() << "; schedule " << lr.describe());
+  CHECK(t.steps_done() > 40);
+  CHECK(t.steps_done() <= lr.total());
+  // The last fit, at most a twentieth of the box (0.15 s, 8 slow steps) before its end, leaves
+  // the schedule within a few steps of its end: the learning rate is near the cosine's floor.
+  CHECK(lr.total() - t.steps_done() <= 20);
+  CHECK(lr.at(t.steps_done()) < 0.05 * 1e-3);
+}
+
 TEST_CASE("fit checks before step 1 that its checkpoint can be written", "[trainer][reliability]") {
   const th::TempDir dir("trainer_preflight");
   th::write_bytes(dir / "file", {'x'});

@@ -385,28 +385,40 @@ void Trainer::fit(const DataSource& data, const FitOptions& o) {
         // The schedule's length from the step rate: after plan_steps steps, and again after
         // 10x as many if the schedule is still warming up (the first steps plan kernels for
         // new shapes and run slower than the rest; before the warmup ends the total has not
-        // changed any learning rate yet). The second estimate uses the steps since the first.
+        // changed any learning rate yet). After the warmup it is fitted again each time another
+        // twentieth of the box has passed: a rate that changes later (a host that gets busier
+        // or less busy, evaluations that take longer than the steps they were measured with)
+        // would otherwise reach the box's end with the schedule far from its own, at a high
+        // learning rate (the g2p run of 2026-12-08 stopped at 71 % of its cosine), or finish
+        // the schedule early. Each later estimate uses the steps and seconds (evaluations
+        // included) since the one before; the learning rate moves a little at each.
+        const double now = elapsed();
         const std::int64_t first = std::max<std::int64_t>(o.plan_steps, 1);
-        const bool replan =
-            planned_at > 0 && !replanned && taken >= 10 * first && step_ <= opts_.lr.warmup();
-        if (full_total > 0 && ((planned_at == 0 && taken >= first) || replan)) {
-          const double now = elapsed();
+        const bool warming = step_ <= opts_.lr.warmup();
+        const bool replan = planned_at > 0 && !replanned && taken >= 10 * first && warming;
+        const bool refit = planned_at > 0 && !warming && taken > planned_taken &&
+                           now >= planned_at + o.max_seconds / 20;
+        if (full_total > 0 && ((planned_at == 0 && taken >= first) || replan || refit)) {
           const double rate =
-              replan ? static_cast<double>(taken - planned_taken) / std::max(now - planned_at, 1e-9)
-                     : static_cast<double>(taken) / now;
+              planned_at > 0
+                  ? static_cast<double>(taken - planned_taken) / std::max(now - planned_at, 1e-9)
+                  : static_cast<double>(taken) / now;
           if (replan) replanned = true;
           planned_at = now;
           planned_taken = taken;
           const auto fit_steps =
               step_ + static_cast<std::int64_t>(rate * std::max(0.0, o.max_seconds - now));
-          const std::int64_t new_total =
-              std::max(std::min(fit_steps, full_total), opts_.lr.warmup() + 1);
-          if (new_total != opts_.lr.total()) {
+          const std::int64_t new_total = std::max(
+              {std::min(fit_steps, full_total), opts_.lr.warmup() + 1, step_ + 1});
+          const std::int64_t old_total = opts_.lr.total();
+          if (new_total != old_total) {
             opts_.lr = opts_.lr.with_total(new_total);
             if (total > 0) progress.set_total(std::min(total, new_total));
-            progress.note("time box of " + format_value(o.max_seconds) +
-                          " s: " + std::to_string(new_total) + " steps fit, schedule now " +
-                          opts_.lr.describe());
+            // Noted when it moves by more than 2 % (the refits would otherwise fill the log).
+            if (!refit || std::abs(new_total - old_total) * 50 > old_total)
+              progress.note("time box of " + format_value(o.max_seconds) +
+                            " s: " + std::to_string(new_total) + " steps fit, schedule now " +
+                            opts_.lr.describe());
           }
         }
         // The schedule fitted to the box is over (the steps ran faster than estimated): more
@@ -419,7 +431,7 @@ void Trainer::fit(const DataSource& data, const FitOptions& o) {
           out_of_time = true;
           break;
         }
-        if (elapsed() >= o.max_seconds) {
+        if (now >= o.max_seconds) {
           progress.note("time box of " + format_value(o.max_seconds) + " s reached after step " +
                         std::to_string(step_));
           out_of_time = true;
