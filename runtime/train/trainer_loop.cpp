@@ -399,17 +399,16 @@ void Trainer::fit(const DataSource& data, const FitOptions& o) {
         const bool refit = planned_at > 0 && !warming && taken > planned_taken &&
                            now >= planned_at + o.max_seconds / 20;
         if (full_total > 0 && ((planned_at == 0 && taken >= first) || replan || refit)) {
-          const double rate =
-              planned_at > 0
-                  ? static_cast<double>(taken - planned_taken) / std::max(now - planned_at, 1e-9)
-                  : static_cast<double>(taken) / now;
+          const double rate = planned_at > 0 ? static_cast<double>(taken - planned_taken) /
+                                                   std::max(now - planned_at, 1e-9)
+                                             : static_cast<double>(taken) / now;
           if (replan) replanned = true;
           planned_at = now;
           planned_taken = taken;
           const auto fit_steps =
               step_ + static_cast<std::int64_t>(rate * std::max(0.0, o.max_seconds - now));
-          const std::int64_t new_total = std::max(
-              {std::min(fit_steps, full_total), opts_.lr.warmup() + 1, step_ + 1});
+          const std::int64_t new_total =
+              std::max({std::min(fit_steps, full_total), opts_.lr.warmup() + 1, step_ + 1});
           const std::int64_t old_total = opts_.lr.total();
           if (new_total != old_total) {
             opts_.lr = opts_.lr.with_total(new_total);
