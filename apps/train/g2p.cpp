@@ -233,16 +233,16 @@ int g2p_task(RunContext& ctx) {
                 "'");
   config["letters"] = nlohmann::json::parse(letters.to_json());
   config["phonemes"] = phonemes.symbols();
+  const auto several = [](const data::G2pWords& w) {
+    return static_cast<std::size_t>(
+        std::count_if(w.all.begin(), w.all.end(), [](const auto& p) { return p.size() > 1; }));
+  };
   std::fprintf(stderr,
                "g2p: %zu training examples (%s), %zu validation and %zu test words (%zu and %zu "
                "with more than one pronunciation)\n",
                split.train.examples.size(),
                o.alternates ? "every pronunciation" : "first pronunciations", val_words.all.size(),
-               test_words.all.size(),
-               static_cast<std::size_t>(std::count_if(val_words.all.begin(), val_words.all.end(),
-                                                      [](const auto& p) { return p.size() > 1; })),
-               static_cast<std::size_t>(std::count_if(test_words.all.begin(), test_words.all.end(),
-                                                      [](const auto& p) { return p.size() > 1; })));
+               test_words.all.size(), several(val_words), several(test_words));
   if (!o.export_data.empty()) {
     // The split as text, for tools/torch_g2p.py: the same words in PyTorch. Training examples
     // are [word, pronunciation], held-out words [word, [every pronunciation]].

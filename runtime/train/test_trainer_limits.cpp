@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <thread>
@@ -405,16 +406,22 @@ TEST_CASE("a time-boxed fit stops in time and fits its schedule to the steps it 
   CHECK(r.options().lr.total() == t.options().lr.total());
 }
 
-// Batches of 4 rows whose first 5 take 100 ms each to make (as plans for new shapes do), the
-// rest next to no time: a time box's first fit sees 10 steps per second.
-DataSource slow_start_source(const data::EncodedTexts& d) {
+// Batches of 4 rows, the n-th (from 0) taking `delay(n)` to make.
+DataSource delayed_source(const data::EncodedTexts& d,
+                          std::function<std::chrono::milliseconds(int)> delay) {
   DataSource src = source_of(d, 4, 3);
   auto calls = std::make_shared<int>(0);
-  src.batch = [calls, batch = src.batch](std::int64_t e, std::size_t i) {
-    if ((*calls)++ < 5) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  src.batch = [calls, delay, batch = src.batch](std::int64_t e, std::size_t i) {
+    std::this_thread::sleep_for(delay((*calls)++));
     return batch(e, i);
   };
   return src;
+}
+
+// The first 5 batches take 100 ms each to make (as plans for new shapes do), the rest next to
+// no time: a time box's first fit sees 10 steps per second.
+DataSource slow_start_source(const data::EncodedTexts& d) {
+  return delayed_source(d, [](int n) { return std::chrono::milliseconds(n < 5 ? 100 : 0); });
 }
 
 TEST_CASE("a time box fitted on slow first steps is fitted again before the warmup ends",
@@ -464,12 +471,8 @@ TEST_CASE("a time-boxed fit whose steps slow down refits its schedule to end wit
   // The first 40 batches take next to no time, the rest 20 ms each: the fit after 5 steps plans
   // thousands of steps, and about 40 + 50 steps/s * 3 s are taken. Fitted only then (before the
   // fix), the box ended at a few percent of the schedule, the learning rate near its peak.
-  DataSource src = source_of(d, 4, 3);
-  auto calls = std::make_shared<int>(0);
-  src.batch = [calls, batch = src.batch](std::int64_t e, std::size_t i) {
-    if ((*calls)++ >= 40) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    return batch(e, i);
-  };
+  const DataSource src =
+      delayed_source(d, [](int n) { return std::chrono::milliseconds(n < 40 ? 0 : 20); });
   t.fit(src, {.epochs = std::int64_t{1} << 40, .max_seconds = 3.0, .plan_steps = 5});
   const LrSchedule& lr = t.options().lr;
   INFO("steps " << t.steps_done() << "; schedule " << lr.describe());
